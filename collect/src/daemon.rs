@@ -1,0 +1,250 @@
+//! The daemon: drains overflow buffers, maps (instance, pc) to (image,
+//! offset), merges into the current epoch and flushes to the database.
+//!
+//! It receives everything from the driver on one channel, in the driver's
+//! order, so a mapping is always known before the samples that need it. A
+//! buffer is given back right after it is merged in memory; database I/O
+//! happens only at flush markers, never while the driver waits for a buffer.
+
+use crate::address_space::{AddressSpaces, Mapping, Resolved};
+use crate::db::writer::{FlushBatch, NewProcess, ProcessDelta, ProfileWriter};
+use crate::error::Result;
+use crate::images::{ImageRegistry, ImageSlot};
+use crate::overflow::{Handoff, HandoffSink};
+use crate::process_tracker::ProcEvent;
+use crate::stats::CollectorStats;
+use std::collections::HashMap;
+use std::sync::mpsc;
+
+/// Messages from the driver.
+#[derive(Debug)]
+pub enum DaemonMsg {
+    Proc(ProcEvent),
+    Samples(Handoff),
+    /// Every table was drained before this marker: write everything now.
+    Flush(Box<CollectorStats>),
+    /// Last flush; the daemon returns after writing it.
+    Finish(Box<CollectorStats>),
+}
+
+impl HandoffSink for mpsc::Sender<DaemonMsg> {
+    fn hand_off(&mut self, handoff: Handoff) {
+        let _ = self.send(DaemonMsg::Samples(handoff));
+    }
+}
+
+#[derive(Debug, Default)]
+struct ProcState {
+    announced: bool,
+    exited: bool,
+    delta: ProcessDelta,
+    dirty: bool,
+}
+
+/// Daemon-side statistics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DaemonStats {
+    pub entries_merged: u64,
+    pub unknown_samples: u64,
+    pub flushes: u64,
+    pub buffers: u64,
+}
+
+pub struct Daemon {
+    writer: ProfileWriter,
+    images: ImageRegistry,
+    spaces: AddressSpaces,
+    procs: HashMap<u32, ProcState>,
+    new_procs: Vec<(u32, NewProcess)>,
+    counts: HashMap<(u32, ImageSlot, u64, u16), u64>,
+    pub stats: DaemonStats,
+}
+
+impl Daemon {
+    pub fn new(writer: ProfileWriter, images: ImageRegistry) -> Self {
+        Daemon {
+            writer,
+            images,
+            spaces: AddressSpaces::default(),
+            procs: HashMap::new(),
+            new_procs: Vec::new(),
+            counts: HashMap::new(),
+            stats: DaemonStats::default(),
+        }
+    }
+
+    /// Runs until `Finish` (or until the driver disappears), then returns the
+    /// writer so the session can close the run.
+    pub fn run(mut self, rx: mpsc::Receiver<DaemonMsg>) -> Result<(ProfileWriter, DaemonStats)> {
+        let mut last_stats = Box::<CollectorStats>::default();
+        for msg in rx.iter() {
+            match msg {
+                DaemonMsg::Proc(e) => self.on_proc(e),
+                DaemonMsg::Samples(h) => self.merge(h),
+                DaemonMsg::Flush(stats) => {
+                    self.flush(&stats)?;
+                    last_stats = stats;
+                }
+                DaemonMsg::Finish(stats) => {
+                    self.flush(&stats)?;
+                    return Ok((self.writer, self.stats));
+                }
+            }
+        }
+        // The driver died without Finish: keep what we have.
+        self.flush(&last_stats)?;
+        Ok((self.writer, self.stats))
+    }
+
+    fn on_proc(&mut self, e: ProcEvent) {
+        match e {
+            ProcEvent::Start {
+                serial,
+                pid,
+                comm,
+                parent,
+                exec_from,
+                inherit_maps,
+                cause,
+                cmdline,
+                time,
+            } => {
+                if let Some(p) = inherit_maps {
+                    self.spaces.inherit(serial, p);
+                }
+                self.procs.insert(serial, ProcState::default());
+                self.new_procs.push((
+                    serial,
+                    NewProcess {
+                        comm,
+                        pid,
+                        parent,
+                        exec_from,
+                        cause: cause.as_str().into(),
+                        cmdline,
+                        start_ns: time,
+                    },
+                ));
+            }
+            ProcEvent::Map {
+                serial,
+                start,
+                len,
+                pgoff,
+                path,
+                inode,
+                build_id,
+            } => {
+                let image = self.images.file(&path, inode, build_id.as_deref());
+                self.spaces.map(
+                    serial,
+                    Mapping {
+                        start,
+                        end: start + len,
+                        pgoff,
+                        image,
+                    },
+                );
+            }
+            ProcEvent::Rename {
+                serial,
+                comm,
+                cmdline,
+            } => {
+                if let Some((_, p)) = self.new_procs.iter_mut().find(|(s, _)| *s == serial) {
+                    p.comm = comm;
+                    p.cmdline = cmdline.or(p.cmdline.take());
+                } else if let Some(st) = self.procs.get_mut(&serial) {
+                    st.delta.rename = Some(comm);
+                    st.delta.cmdline = cmdline;
+                    st.dirty = true;
+                }
+            }
+            ProcEvent::Exit { serial, time } => {
+                if let Some(st) = self.procs.get_mut(&serial) {
+                    st.exited = true;
+                    st.delta.end_ns = Some(time);
+                    st.dirty = true;
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, h: Handoff) {
+        self.stats.buffers += 1;
+        for e in &h.entries {
+            self.stats.entries_merged += 1;
+            let n = e.count as u64;
+            let kernel = ImageRegistry::is_kernel_address(e.pc);
+            let (slot, offset) = if kernel {
+                self.images.kernel_address(e.pc)
+            } else {
+                match self.spaces.resolve(e.instance, e.pc) {
+                    Resolved::Image(slot, off) => (slot, off),
+                    Resolved::Unknown => {
+                        self.stats.unknown_samples += n;
+                        (self.images.unknown(), e.pc)
+                    }
+                }
+            };
+            *self
+                .counts
+                .entry((e.instance, slot, offset, e.event))
+                .or_insert(0) += n;
+            let st = self.procs.entry(e.instance).or_default();
+            if kernel {
+                st.delta.kernel_samples += n;
+            } else {
+                st.delta.user_samples += n;
+            }
+            st.dirty = true;
+        }
+        h.give_back();
+    }
+
+    fn flush(&mut self, stats: &CollectorStats) -> Result<()> {
+        self.stats.flushes += 1;
+        let mut batch = FlushBatch {
+            new_images: self.images.take_pending(),
+            new_processes: std::mem::take(&mut self.new_procs),
+            ..Default::default()
+        };
+        for (serial, _) in &batch.new_processes {
+            if let Some(st) = self.procs.get_mut(serial) {
+                st.announced = true;
+            }
+        }
+        for (serial, st) in self.procs.iter_mut() {
+            if st.dirty {
+                batch
+                    .process_deltas
+                    .push((*serial, std::mem::take(&mut st.delta)));
+                st.dirty = false;
+            }
+        }
+        batch.counts = self
+            .counts
+            .drain()
+            .map(|((s, i, o, e), n)| (s, i, o, e, n))
+            .collect();
+        batch.event_totals = stats.event_totals.clone();
+        let mut all = stats.clone();
+        all.daemon = self.stats;
+        all.images = self.images.len() as u64;
+        batch.stats = all.as_pairs();
+        self.writer.flush(&batch)?;
+        // Everything sampled before this marker is written: exited instances
+        // can no longer receive samples.
+        let gone: Vec<u32> = self
+            .procs
+            .iter()
+            .filter(|(_, s)| s.exited)
+            .map(|(k, _)| *k)
+            .collect();
+        for s in gone {
+            self.procs.remove(&s);
+            self.spaces.forget(s);
+        }
+        Ok(())
+    }
+}

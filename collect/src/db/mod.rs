@@ -1,0 +1,205 @@
+//! The profile database: one SQLite file (WAL), written by the daemon and
+//! read by the analysis tools while collection may still be running.
+
+pub mod reader;
+pub mod schema;
+pub mod writer;
+
+use crate::error::{CollectError, Result};
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+
+pub use reader::ProfileReader;
+pub use writer::ProfileWriter;
+
+/// Checks that an open connection is a dcpi database this build can read.
+fn check_schema(conn: &Connection, path: &Path) -> Result<bool> {
+    let not_db = |e: rusqlite::Error| CollectError::NotADatabase {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let app_id: i64 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(not_db)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(not_db)?;
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        .map_err(not_db)?;
+    if app_id == 0 && version == 0 && tables == 0 {
+        return Ok(false); // empty: a new database
+    }
+    if app_id != schema::APPLICATION_ID {
+        return Err(CollectError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: format!("SQLite file with application_id {app_id:#x}, not dcpi's"),
+        });
+    }
+    if version > schema::SCHEMA_VERSION {
+        return Err(CollectError::SchemaTooNew {
+            path: path.to_path_buf(),
+            found: version,
+            supported: schema::SCHEMA_VERSION,
+        });
+    }
+    let integrity: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(not_db)?;
+    if integrity != "ok" {
+        return Err(CollectError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: integrity,
+        });
+    }
+    Ok(true)
+}
+
+/// Opens (creating if needed) a database for writing.
+pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
+    let unwritable = |detail: String| CollectError::DbUnwritable {
+        path: path.to_path_buf(),
+        detail,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(unwritable(format!(
+                "directory {} does not exist",
+                dir.display()
+            )));
+        }
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| unwritable(e.to_string()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    let exists = check_schema(&conn, path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(|e| unwritable(e.to_string()))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    if !exists {
+        let tx = conn
+            .unchecked_transaction()
+            .map_err(|e| unwritable(e.to_string()))?;
+        tx.execute_batch(schema::CREATE)?;
+        tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
+        tx.pragma_update(None, "user_version", schema::SCHEMA_VERSION)?;
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('created_by', ?1)",
+            [format!("dcpi {}", env!("CARGO_PKG_VERSION"))],
+        )?;
+        tx.commit().map_err(|e| unwritable(e.to_string()))?;
+    }
+    Ok(conn)
+}
+
+/// Opens an existing database read-only.
+pub(crate) fn open_for_read(path: &Path) -> Result<Connection> {
+    if !path.exists() {
+        return Err(CollectError::NoDatabase {
+            path: path.to_path_buf(),
+        });
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| CollectError::NotADatabase {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    if !check_schema(&conn, path)? {
+        return Err(CollectError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: "empty file".into(),
+        });
+    }
+    Ok(conn)
+}
+
+/// Current UTC time as RFC 3339 text.
+pub(crate) fn now_text() -> String {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = if month <= 2 { y + 1 } else { y };
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_text_is_rfc3339() {
+        let t = now_text();
+        assert_eq!(t.len(), 24, "{t}");
+        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
+    }
+
+    #[test]
+    fn rejects_foreign_and_corrupt_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = dir.path().join("junk.db");
+        std::fs::write(&junk, vec![0x55u8; 8192]).unwrap();
+        let err = open_for_read(&junk).unwrap_err().to_string();
+        assert!(err.contains("not a dcpi profile database"), "{err}");
+        let err = open_for_write(&junk).unwrap_err().to_string();
+        assert!(err.contains("not a dcpi profile database"), "{err}");
+
+        let other = dir.path().join("other.db");
+        let c = Connection::open(&other).unwrap();
+        c.execute_batch("CREATE TABLE t(x)").unwrap();
+        drop(c);
+        let err = open_for_read(&other).unwrap_err().to_string();
+        assert!(err.contains("not dcpi's"), "{err}");
+
+        let missing = dir.path().join("none.db");
+        assert!(open_for_read(&missing)
+            .unwrap_err()
+            .to_string()
+            .contains("dcpi collect"));
+        let nodir = dir.path().join("no/such/dir/x.db");
+        assert!(open_for_write(&nodir)
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist"));
+    }
+
+    #[test]
+    fn rejects_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.db");
+        drop(open_for_write(&p).unwrap());
+        let c = Connection::open(&p).unwrap();
+        c.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(c);
+        let err = open_for_read(&p).unwrap_err().to_string();
+        assert!(err.contains("newer dcpi"), "{err}");
+    }
+}

@@ -1,0 +1,113 @@
+//! The profile database schema (version 1).
+//!
+//! Counts are keyed (epoch, process, image, offset, event) and aggregated, so
+//! the database grows with the number of distinct PCs, not with samples.
+//! `offset` is a file offset for ELF images (`images.offset_kind = 'file'`),
+//! an offset from `_text` for the kernel (`'kernel_text'`), from the module
+//! base for modules (`'module'`), and the raw address for `[unknown]`
+//! (`'absolute'`); offsets are stored as the 64-bit pattern in SQLite's signed
+//! INTEGER.
+
+/// Schema version this build writes and the newest it reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// PRAGMA application_id of dcpi databases: "DCPI".
+pub const APPLICATION_ID: i64 = 0x4443_5049;
+
+pub const CREATE: &str = r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE runs (
+    id             INTEGER PRIMARY KEY,
+    started_at     TEXT NOT NULL,
+    ended_at       TEXT,
+    duration_s     REAL,
+    mode           TEXT NOT NULL,
+    command        TEXT,
+    target_pid     INTEGER,
+    exit_status    INTEGER,
+    interrupted    INTEGER NOT NULL DEFAULT 0,
+    complete       INTEGER NOT NULL DEFAULT 0,
+    hostname       TEXT,
+    kernel         TEXT,
+    kernel_build_id TEXT,
+    cpu_vendor     TEXT,
+    cpu_family     INTEGER,
+    cpu_model      INTEGER,
+    cpu_stepping   INTEGER,
+    cpu_model_name TEXT,
+    online_cpus    INTEGER,
+    core_hz        REAL,
+    core_hz_end    REAL,
+    tsc_hz         REAL,
+    ticks_per_cycle REAL,
+    dcpi_version   TEXT
+);
+CREATE TABLE epochs (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(id),
+    started_at TEXT NOT NULL,
+    ended_at   TEXT
+);
+CREATE TABLE events (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id),
+    position        INTEGER NOT NULL,
+    requested       TEXT NOT NULL,
+    used            TEXT NOT NULL,
+    type            INTEGER NOT NULL,
+    config          INTEGER NOT NULL,
+    precise         INTEGER NOT NULL,
+    unit            TEXT NOT NULL,
+    period          INTEGER,
+    frequency       INTEGER,
+    period_jitter   REAL NOT NULL DEFAULT 0,
+    fallback_reason TEXT,
+    samples         INTEGER NOT NULL DEFAULT 0,
+    total_period    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE images (
+    id          INTEGER PRIMARY KEY,
+    identity    TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    build_id    TEXT,
+    size        INTEGER,
+    mtime       INTEGER,
+    offset_kind TEXT NOT NULL
+);
+CREATE TABLE processes (
+    id             INTEGER PRIMARY KEY,
+    run_id         INTEGER NOT NULL REFERENCES runs(id),
+    comm           TEXT NOT NULL,
+    instance       INTEGER NOT NULL,
+    pid            INTEGER NOT NULL,
+    parent_id      INTEGER REFERENCES processes(id),
+    exec_from_id   INTEGER REFERENCES processes(id),
+    cause          TEXT NOT NULL,
+    cmdline        TEXT,
+    start_ns       INTEGER,
+    end_ns         INTEGER,
+    user_samples   INTEGER NOT NULL DEFAULT 0,
+    kernel_samples INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (comm, instance)
+);
+CREATE TABLE counts (
+    epoch_id   INTEGER NOT NULL REFERENCES epochs(id),
+    process_id INTEGER NOT NULL REFERENCES processes(id),
+    image_id   INTEGER NOT NULL REFERENCES images(id),
+    offset     INTEGER NOT NULL,
+    event_id   INTEGER NOT NULL REFERENCES events(id),
+    count      INTEGER NOT NULL,
+    PRIMARY KEY (epoch_id, process_id, image_id, offset, event_id)
+) WITHOUT ROWID;
+CREATE INDEX counts_by_image ON counts(image_id, offset);
+CREATE TABLE collector_stats (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name   TEXT NOT NULL,
+    value  INTEGER NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+"#;

@@ -1,0 +1,358 @@
+//! The daemon's side of the database: a run, its epoch, and periodic flushes
+//! of aggregated counts. Every flush is one transaction, so a `kill -9`
+//! leaves a readable database with every completed flush in it.
+
+use super::{now_text, open_for_write};
+use crate::error::Result;
+use crate::event_spec::EventSpec;
+use dcpi_models::{core_clock::CoreClock, host::HostFacts};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// What a run is and where it ran.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// `command`, `pid` or `system-wide`.
+    pub mode: String,
+    pub command: Option<String>,
+    pub target_pid: Option<i64>,
+    pub host: HostFacts,
+    pub kernel_build_id: Option<String>,
+    pub clock: Option<CoreClock>,
+}
+
+/// One sampled event of a run.
+#[derive(Debug, Clone)]
+pub struct EventConfig {
+    /// What the user asked for (`cycles:pp`).
+    pub requested: String,
+    /// What was opened (equal to the request unless a fallback was taken).
+    pub used: EventSpec,
+    pub period: Option<u64>,
+    pub frequency: Option<u64>,
+    /// Relative half-width of the period randomization (0.03 = ±3%).
+    pub period_jitter: f64,
+    pub fallback_reason: Option<String>,
+}
+
+/// An image as the daemon identified it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewImage {
+    /// `build-id:<hex>`, `file:<path>:<size>:<mtime>`, `kernel:<id>`, ...
+    pub identity: String,
+    /// `elf`, `kernel`, `module`, `unknown`.
+    pub kind: String,
+    pub path: String,
+    pub build_id: Option<String>,
+    pub size: Option<u64>,
+    pub mtime: Option<i64>,
+    /// `file`, `kernel_text`, `module`, `absolute`.
+    pub offset_kind: String,
+}
+
+/// A process instance (appid) as the daemon saw it start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewProcess {
+    pub comm: String,
+    pub pid: u32,
+    /// Serial of the parent instance, if known.
+    pub parent: Option<u32>,
+    /// Serial of the instance this one replaced by exec.
+    pub exec_from: Option<u32>,
+    /// `fork`, `exec`, `root`, `seeded`, `unknown`.
+    pub cause: String,
+    pub cmdline: Option<String>,
+    pub start_ns: u64,
+}
+
+/// Changes to an already-announced process.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessDelta {
+    pub user_samples: u64,
+    pub kernel_samples: u64,
+    pub end_ns: Option<u64>,
+    /// New name before the first exec (the root command).
+    pub rename: Option<String>,
+    pub cmdline: Option<String>,
+}
+
+/// A count to add: (process serial, image slot, offset, event position, n).
+pub type CountDelta = (u32, u32, u64, u16, u64);
+
+/// Everything one flush writes.
+#[derive(Debug, Default)]
+pub struct FlushBatch {
+    pub new_images: Vec<(u32, NewImage)>,
+    pub new_processes: Vec<(u32, NewProcess)>,
+    pub process_deltas: Vec<(u32, ProcessDelta)>,
+    pub counts: Vec<CountDelta>,
+    /// Per event position: (samples, sum of periods) so far, absolute.
+    pub event_totals: Vec<(u16, u64, u64)>,
+    /// Collector statistics, absolute values so far.
+    pub stats: Vec<(String, u64)>,
+}
+
+/// Writer of one run into a profile database.
+pub struct ProfileWriter {
+    conn: Connection,
+    run_id: i64,
+    epoch_id: i64,
+    event_ids: Vec<i64>,
+    process_ids: HashMap<u32, i64>,
+    image_ids: HashMap<u32, i64>,
+}
+
+impl ProfileWriter {
+    /// Opens or creates `path` (checking it before anything is started).
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(ProfileWriter {
+            conn: open_for_write(path)?,
+            run_id: 0,
+            epoch_id: 0,
+            event_ids: Vec::new(),
+            process_ids: HashMap::new(),
+            image_ids: HashMap::new(),
+        })
+    }
+
+    /// Starts a new run with one epoch.
+    pub fn begin_run(&mut self, run: &RunInfo, events: &[EventConfig]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        let now = now_text();
+        let c = run.clock;
+        tx.execute(
+            "INSERT INTO runs(started_at, mode, command, target_pid, hostname, kernel, kernel_build_id,
+                 cpu_vendor, cpu_family, cpu_model, cpu_stepping, cpu_model_name, online_cpus,
+                 core_hz, tsc_hz, ticks_per_cycle, dcpi_version)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+            params![
+                now,
+                run.mode,
+                run.command,
+                run.target_pid,
+                run.host.hostname,
+                run.host.kernel,
+                run.kernel_build_id,
+                run.host.cpu_vendor,
+                run.host.cpu_family,
+                run.host.cpu_model,
+                run.host.cpu_stepping,
+                run.host.cpu_model_name,
+                run.host.online_cpus,
+                c.map(|c| c.core_hz),
+                c.map(|c| c.tsc_hz),
+                c.map(|c| c.ticks_per_cycle),
+                env!("CARGO_PKG_VERSION"),
+            ],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO epochs(run_id, started_at) VALUES (?1, ?2)",
+            params![run_id, now],
+        )?;
+        let epoch_id = tx.last_insert_rowid();
+        let mut event_ids = Vec::new();
+        for (pos, e) in events.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO events(run_id, position, requested, used, type, config, precise, unit,
+                     period, frequency, period_jitter, fallback_reason)
+                 VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+                params![
+                    run_id,
+                    pos as i64,
+                    e.requested,
+                    e.used.display_name(),
+                    e.used.type_,
+                    e.used.config as i64,
+                    e.used.precise,
+                    e.used.unit.as_str(),
+                    e.period.map(|p| p as i64),
+                    e.frequency.map(|f| f as i64),
+                    e.period_jitter,
+                    e.fallback_reason,
+                ],
+            )?;
+            event_ids.push(tx.last_insert_rowid());
+        }
+        tx.commit()?;
+        self.run_id = run_id;
+        self.epoch_id = epoch_id;
+        self.event_ids = event_ids;
+        Ok(())
+    }
+
+    pub fn run_id(&self) -> i64 {
+        self.run_id
+    }
+
+    pub fn epoch_id(&self) -> i64 {
+        self.epoch_id
+    }
+
+    /// Writes one flush in one transaction.
+    pub fn flush(&mut self, batch: &FlushBatch) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for (slot, img) in &batch.new_images {
+            tx.execute(
+                "INSERT OR IGNORE INTO images(identity, kind, path, build_id, size, mtime, offset_kind)
+                 VALUES (?1,?2,?3,?4,?5,?6,?7)",
+                params![
+                    img.identity,
+                    img.kind,
+                    img.path,
+                    img.build_id,
+                    img.size.map(|s| s as i64),
+                    img.mtime,
+                    img.offset_kind
+                ],
+            )?;
+            let id: i64 = tx.query_row(
+                "SELECT id FROM images WHERE identity = ?1",
+                [&img.identity],
+                |r| r.get(0),
+            )?;
+            self.image_ids.insert(*slot, id);
+        }
+        for (serial, p) in &batch.new_processes {
+            let instance = next_instance(&tx, &p.comm)?;
+            let parent = p.parent.and_then(|s| self.process_ids.get(&s).copied());
+            let exec_from = p.exec_from.and_then(|s| self.process_ids.get(&s).copied());
+            tx.execute(
+                "INSERT INTO processes(run_id, comm, instance, pid, parent_id, exec_from_id, cause, cmdline, start_ns)
+                 VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                params![
+                    self.run_id,
+                    p.comm,
+                    instance,
+                    p.pid,
+                    parent,
+                    exec_from,
+                    p.cause,
+                    p.cmdline,
+                    p.start_ns as i64
+                ],
+            )?;
+            self.process_ids.insert(*serial, tx.last_insert_rowid());
+        }
+        for (serial, d) in &batch.process_deltas {
+            let Some(&id) = self.process_ids.get(serial) else {
+                continue;
+            };
+            if let Some(name) = &d.rename {
+                let instance = next_instance(&tx, name)?;
+                tx.execute(
+                    "UPDATE processes SET comm = ?1, instance = ?2 WHERE id = ?3",
+                    params![name, instance, id],
+                )?;
+            }
+            if let Some(cmd) = &d.cmdline {
+                tx.execute(
+                    "UPDATE processes SET cmdline = ?1 WHERE id = ?2",
+                    params![cmd, id],
+                )?;
+            }
+            tx.execute(
+                "UPDATE processes SET user_samples = user_samples + ?1,
+                     kernel_samples = kernel_samples + ?2, end_ns = COALESCE(?3, end_ns)
+                 WHERE id = ?4",
+                params![
+                    d.user_samples as i64,
+                    d.kernel_samples as i64,
+                    d.end_ns.map(|t| t as i64),
+                    id
+                ],
+            )?;
+        }
+        {
+            let mut upsert = tx.prepare_cached(
+                "INSERT INTO counts(epoch_id, process_id, image_id, offset, event_id, count)
+                 VALUES (?1,?2,?3,?4,?5,?6)
+                 ON CONFLICT DO UPDATE SET count = count + excluded.count",
+            )?;
+            for &(serial, slot, offset, event, n) in &batch.counts {
+                let (Some(&pid), Some(&iid), Some(&eid)) = (
+                    self.process_ids.get(&serial),
+                    self.image_ids.get(&slot),
+                    self.event_ids.get(event as usize),
+                ) else {
+                    continue;
+                };
+                upsert.execute(params![
+                    self.epoch_id,
+                    pid,
+                    iid,
+                    offset as i64,
+                    eid,
+                    n as i64
+                ])?;
+            }
+        }
+        for &(pos, samples, total_period) in &batch.event_totals {
+            if let Some(&eid) = self.event_ids.get(pos as usize) {
+                tx.execute(
+                    "UPDATE events SET samples = ?1, total_period = ?2 WHERE id = ?3",
+                    params![samples as i64, total_period as i64, eid],
+                )?;
+            }
+        }
+        for (name, value) in &batch.stats {
+            tx.execute(
+                "INSERT INTO collector_stats(run_id, name, value) VALUES (?1,?2,?3)
+                 ON CONFLICT DO UPDATE SET value = excluded.value",
+                params![self.run_id, name, *value as i64],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Marks the run finished.
+    pub fn end_run(
+        &mut self,
+        exit_status: Option<i32>,
+        interrupted: bool,
+        duration_s: f64,
+        clock_end: Option<CoreClock>,
+    ) -> Result<()> {
+        let now = now_text();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET ended_at = ?1, duration_s = ?2, exit_status = ?3, interrupted = ?4,
+                 complete = 1, core_hz_end = ?5 WHERE id = ?6",
+            params![
+                now,
+                duration_s,
+                exit_status,
+                interrupted,
+                clock_end.map(|c| c.core_hz),
+                self.run_id
+            ],
+        )?;
+        tx.execute(
+            "UPDATE epochs SET ended_at = ?1 WHERE id = ?2",
+            params![now, self.epoch_id],
+        )?;
+        tx.commit()?;
+        // Fold the WAL back so the file is self-contained when copied.
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        Ok(())
+    }
+}
+
+/// Next free instance number for a command name, across the whole database.
+fn next_instance(conn: &Connection, comm: &str) -> Result<i64> {
+    let max: Option<i64> = conn
+        .query_row(
+            "SELECT max(instance) FROM processes WHERE comm = ?1",
+            [comm],
+            |r| r.get(0),
+        )
+        .optional()?
+        .flatten();
+    Ok(max.unwrap_or(0) + 1)
+}

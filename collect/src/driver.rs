@@ -1,0 +1,323 @@
+//! The driver: DCPI's interrupt-time half, in a user thread.
+//!
+//! One thread reads every CPU's perf ring. Each round it takes what the rings
+//! hold, orders the records by time (so a FORK, COMM or MMAP2 seen on one CPU
+//! is applied before a later sample of the same process on another CPU), and
+//! then for each sample increments the (instance, pc, event) entry of that
+//! CPU's hash table; entries evicted from a table go to that CPU's pair of
+//! overflow buffers and on to the daemon. Process events go to the daemon on
+//! the same channel, in order. Every flush interval all tables are emptied and
+//! a flush marker is sent.
+//!
+//! Why one thread and not one per CPU: ordering sideband records across CPUs
+//! is exact within a round only if one reader sees all rings; the per-CPU
+//! tables keep DCPI's structure (and its cache behaviour per CPU's stream).
+
+use crate::daemon::DaemonMsg;
+use crate::hashtable::SampleTable;
+use crate::overflow::OverflowPair;
+use crate::perf_setup::{set_enabled, set_period, OpenEvents};
+use crate::process_tracker::{ProcEvent, ProcessTracker};
+use crate::records::{self, PerfRecord};
+use crate::stats::CollectorStats;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Tunables of the aggregation core.
+#[derive(Debug, Clone, Copy)]
+pub struct DriverConfig {
+    /// Buckets per CPU table (4 entries each).
+    pub table_buckets: usize,
+    /// Entries per overflow buffer.
+    pub overflow_capacity: usize,
+    pub flush_interval: Duration,
+    /// Randomize fixed periods by ± this fraction (0 = off).
+    pub period_jitter: f64,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            table_buckets: 16 * 1024,
+            overflow_capacity: 8 * 1024,
+            flush_interval: Duration::from_secs(1),
+            period_jitter: crate::perf_setup::PERIOD_JITTER,
+        }
+    }
+}
+
+/// Aggregates samples of one run.
+pub struct Driver {
+    events: OpenEvents,
+    tracker: ProcessTracker,
+    tables: Vec<SampleTable>,
+    pairs: Vec<OverflowPair<mpsc::Sender<DaemonMsg>>>,
+    tx: mpsc::Sender<DaemonMsg>,
+    config: DriverConfig,
+    stats: CollectorStats,
+    event_totals: Vec<(u64, u64)>,
+    proc_out: Vec<ProcEvent>,
+    rng: u64,
+    next_jitter: Instant,
+}
+
+impl Driver {
+    pub fn new(events: OpenEvents, tx: mpsc::Sender<DaemonMsg>, config: DriverConfig) -> Self {
+        let ncpu = events.rings.len().max(1);
+        let tables = (0..ncpu)
+            .map(|_| SampleTable::new(config.table_buckets))
+            .collect();
+        let pairs = (0..ncpu)
+            .map(|cpu| OverflowPair::new(cpu as u32, config.overflow_capacity, tx.clone()))
+            .collect();
+        let nev = events.configs.len();
+        Driver {
+            events,
+            tracker: ProcessTracker::new(),
+            tables,
+            pairs,
+            tx,
+            config,
+            stats: CollectorStats::default(),
+            event_totals: vec![(0, 0); nev],
+            proc_out: Vec::new(),
+            rng: 0x2545_F491_4F6C_DD1D ^ std::process::id() as u64,
+            next_jitter: Instant::now(),
+        }
+    }
+
+    /// Pre-registers the command dcpi holds before its exec.
+    pub fn register_root(&mut self, pid: u32, comm: &str, cmdline: &str) {
+        self.tracker
+            .register_root(pid, comm, cmdline, &mut self.proc_out);
+        self.send_proc_events();
+    }
+
+    /// Registers processes that already run (attach, system-wide).
+    pub fn seed(&mut self, pids: &[u32]) {
+        let now = monotonic_ns();
+        self.tracker.seed_all(pids, now, &mut self.proc_out);
+        self.send_proc_events();
+    }
+
+    fn fds(&self) -> Vec<i32> {
+        self.events
+            .rings
+            .iter()
+            .map(|r| r.as_raw_fd())
+            .chain(self.events.others.iter().map(|c| c.as_raw_fd()))
+            .collect()
+    }
+
+    fn send_proc_events(&mut self) {
+        for e in self.proc_out.drain(..) {
+            let _ = self.tx.send(DaemonMsg::Proc(e));
+        }
+    }
+
+    /// Runs until `stop` is set, then drains everything and sends `Finish`.
+    pub fn run(mut self, stop: Arc<AtomicBool>) {
+        let mut next_flush = Instant::now() + self.config.flush_interval;
+        let mut round: Vec<PerfRecord> = Vec::with_capacity(4096);
+        let mut pollfds: Vec<libc::pollfd> = self
+            .events
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        loop {
+            let stopping = stop.load(Ordering::Acquire);
+            if stopping {
+                for fd in self.fds() {
+                    set_enabled(fd, false);
+                }
+            } else {
+                let timeout = next_flush
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50));
+                // SAFETY: pollfds is a valid array of pollfd.
+                let n = unsafe {
+                    libc::poll(
+                        pollfds.as_mut_ptr(),
+                        pollfds.len() as _,
+                        timeout.as_millis() as i32,
+                    )
+                };
+                if n > 0 {
+                    self.stats.ring_wakeups += 1;
+                }
+            }
+            let got = self.read_round(&mut round);
+            self.process_round(&mut round);
+            if got == 0 && !stopping && pollfds.iter().any(|p| p.revents & libc::POLLHUP != 0) {
+                // The monitored tasks are gone; avoid spinning on POLLHUP.
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if !stopping {
+                self.maybe_jitter();
+            }
+            if stopping || Instant::now() >= next_flush {
+                self.flush(stopping);
+                next_flush = Instant::now() + self.config.flush_interval;
+                if stopping {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads every record now in the rings; returns how many.
+    fn read_round(&mut self, round: &mut Vec<PerfRecord>) -> usize {
+        let mut n = 0;
+        for ring in self.events.rings.iter_mut() {
+            while let Some(rec) = ring.next_record() {
+                n += 1;
+                let body = rec.to_contiguous();
+                match records::parse(rec.ty(), rec.misc(), &body) {
+                    Some(r) => round.push(r),
+                    None => self.stats.malformed_records += 1,
+                }
+            }
+        }
+        n
+    }
+
+    fn process_round(&mut self, round: &mut Vec<PerfRecord>) {
+        round.sort_by_key(|r| r.time());
+        for r in round.drain(..) {
+            self.process(r);
+        }
+    }
+
+    #[inline]
+    fn process(&mut self, r: PerfRecord) {
+        match r {
+            PerfRecord::Sample(s) => {
+                let Some(&event) = self.events.ids.get(&s.id) else {
+                    self.stats.malformed_records += 1;
+                    return;
+                };
+                let instance = self.tracker.instance_of(s.pid, s.time, &mut self.proc_out);
+                if !self.proc_out.is_empty() {
+                    self.send_proc_events();
+                }
+                let cpu = s.cpu as usize % self.tables.len();
+                self.tables[cpu].record(s.ip, instance, event, &mut self.pairs[cpu]);
+                self.stats.samples += 1;
+                if s.kernel {
+                    self.stats.kernel_samples += 1;
+                } else {
+                    self.stats.user_samples += 1;
+                }
+                let t = &mut self.event_totals[event as usize];
+                t.0 += 1;
+                t.1 += s.period;
+            }
+            PerfRecord::Mmap { time, map } => {
+                self.tracker.on_mmap(time, map, &mut self.proc_out);
+                self.send_proc_events();
+            }
+            PerfRecord::Comm {
+                time,
+                pid,
+                tid,
+                comm,
+                exec,
+            } => {
+                self.tracker
+                    .on_comm(time, pid, tid, &comm, exec, &mut self.proc_out);
+                self.send_proc_events();
+            }
+            PerfRecord::Fork { time, task } => {
+                self.tracker.on_fork(time, task, &mut self.proc_out);
+                self.send_proc_events();
+            }
+            PerfRecord::Exit { time, task } => {
+                self.tracker.on_exit(time, task, &mut self.proc_out);
+                self.send_proc_events();
+            }
+            PerfRecord::Lost { lost, .. } => self.stats.lost_records += lost,
+            PerfRecord::LostSamples { lost, .. } => self.stats.lost_samples += lost,
+            PerfRecord::Throttle { .. } => self.stats.throttles += 1,
+            PerfRecord::Other { .. } => {}
+        }
+    }
+
+    /// DCPI randomized its periods so periodic code cannot alias with the
+    /// sampler. PERF_EVENT_IOC_PERIOD restarts the count, so it is done at
+    /// most once per 64 base periods (≥ 10 ms) to keep the lost fraction small.
+    fn maybe_jitter(&mut self) {
+        if self.config.period_jitter <= 0.0 || self.events.jitter_fds.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if now < self.next_jitter {
+            return;
+        }
+        let mut longest = 0u64;
+        for i in 0..self.events.jitter_fds.len() {
+            let (fd, base) = self.events.jitter_fds[i];
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let u = (self.rng >> 11) as f64 / (1u64 << 53) as f64;
+            let p =
+                (base as f64 * (1.0 + self.config.period_jitter * (2.0 * u - 1.0))).max(1.0) as u64;
+            if set_period(fd, p) {
+                self.stats.period_changes += 1;
+            }
+            longest = longest.max(base);
+        }
+        // For clock events the base period is in ns; for others assume ~1 ns/event.
+        let gap = Duration::from_nanos(longest.saturating_mul(64)).max(Duration::from_millis(10));
+        self.next_jitter = now + gap;
+    }
+
+    fn flush(&mut self, last: bool) {
+        for (table, pair) in self.tables.iter_mut().zip(self.pairs.iter_mut()) {
+            table.drain_all(pair);
+            pair.hand_off_partial();
+        }
+        let mut stats = self.stats.clone();
+        for (t, p) in self.tables.iter().zip(self.pairs.iter()) {
+            stats.table.samples += t.stats.samples;
+            stats.table.hits += t.stats.hits;
+            stats.table.misses += t.stats.misses;
+            stats.table.evictions += t.stats.evictions;
+            stats.table.saturations += t.stats.saturations;
+            stats.overflow.handoffs += p.stats.handoffs;
+            stats.overflow.handoff_waits += p.stats.handoff_waits;
+            stats.overflow.entries += p.stats.entries;
+        }
+        stats.processes = self.tracker.started;
+        stats.event_totals = self
+            .event_totals
+            .iter()
+            .enumerate()
+            .map(|(i, &(n, p))| (i as u16, n, p))
+            .collect();
+        let msg = if last {
+            DaemonMsg::Finish(Box::new(stats))
+        } else {
+            DaemonMsg::Flush(Box::new(stats))
+        };
+        let _ = self.tx.send(msg);
+    }
+}
+
+/// CLOCK_MONOTONIC in ns, the clock the events are opened with.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

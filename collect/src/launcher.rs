@@ -1,0 +1,168 @@
+//! Starting the profiled command the way perf does: fork, hold the child on
+//! a pipe while the events are opened on its pid, then let it `execvp`.
+//! (`std::process::Command` cannot do this: spawn waits for the exec.)
+
+use crate::error::{CollectError, Result};
+use std::ffi::CString;
+
+/// A forked child waiting for [`HeldChild::release`] before it execs.
+#[derive(Debug)]
+pub struct HeldChild {
+    pub pid: u32,
+    go_write: i32,
+    err_read: i32,
+    command: String,
+}
+
+fn pipe(cloexec: bool) -> std::io::Result<(i32, i32)> {
+    let mut fds = [0i32; 2];
+    let flags = if cloexec { libc::O_CLOEXEC } else { 0 };
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), flags) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Forks a child that will run `argv` once released.
+pub fn spawn_held(argv: &[String]) -> Result<HeldChild> {
+    let command = argv.join(" ");
+    let spawn_err = |source| CollectError::Spawn {
+        command: command.clone(),
+        source,
+    };
+    if argv.is_empty() {
+        return Err(CollectError::Usage("no command given after --".into()));
+    }
+    let cargs: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| CollectError::Usage("a command argument contains a NUL byte".into()))?;
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let (go_read, go_write) = pipe(true).map_err(spawn_err)?;
+    let (err_read, err_write) = pipe(true).map_err(spawn_err)?;
+    // SAFETY: the child only calls async-signal-safe functions before exec.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(spawn_err(std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // Child: wait for the go byte (or EOF if the parent died), then exec.
+        unsafe {
+            libc::close(go_write);
+            libc::close(err_read);
+            let mut b = 0u8;
+            let n = libc::read(go_read, &mut b as *mut u8 as *mut libc::c_void, 1);
+            if n != 1 {
+                libc::_exit(127);
+            }
+            libc::close(go_read);
+            libc::execvp(ptrs[0], ptrs.as_ptr());
+            let errno = *libc::__errno_location();
+            libc::write(err_write, &errno as *const i32 as *const libc::c_void, 4);
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: closing the child's ends in the parent.
+    unsafe {
+        libc::close(go_read);
+        libc::close(err_write);
+    }
+    Ok(HeldChild {
+        pid: pid as u32,
+        go_write,
+        err_read,
+        command,
+    })
+}
+
+impl HeldChild {
+    /// Lets the child exec; fails if the exec failed (command not found, ...).
+    pub fn release(mut self) -> Result<u32> {
+        let b = 1u8;
+        // SAFETY: valid fds owned by self.
+        unsafe {
+            libc::write(self.go_write, &b as *const u8 as *const libc::c_void, 1);
+            libc::close(self.go_write);
+        }
+        self.go_write = -1;
+        let mut errno = 0i32;
+        let n = unsafe {
+            libc::read(
+                self.err_read,
+                &mut errno as *mut i32 as *mut libc::c_void,
+                4,
+            )
+        };
+        unsafe { libc::close(self.err_read) };
+        self.err_read = -1;
+        if n == 4 {
+            let mut status = 0;
+            unsafe { libc::waitpid(self.pid as i32, &mut status, 0) };
+            return Err(CollectError::Spawn {
+                command: self.command.clone(),
+                source: std::io::Error::from_raw_os_error(errno),
+            });
+        }
+        Ok(self.pid)
+    }
+
+    /// Kills the held child (setup failed before it could run).
+    pub fn abandon(mut self) {
+        unsafe {
+            libc::close(self.go_write);
+            libc::close(self.err_read);
+            libc::kill(self.pid as i32, libc::SIGKILL);
+            let mut status = 0;
+            libc::waitpid(self.pid as i32, &mut status, 0);
+        }
+        self.go_write = -1;
+        self.err_read = -1;
+    }
+}
+
+/// How a waited-for child ended, as a shell exit code (128 + signal).
+pub fn exit_code(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_after_release_with_its_exit_status() {
+        let c = spawn_held(&["sh".into(), "-c".into(), "exit 7".into()]).unwrap();
+        let pid = c.release().unwrap();
+        let mut status = 0;
+        unsafe { libc::waitpid(pid as i32, &mut status, 0) };
+        assert_eq!(exit_code(status), 7);
+    }
+
+    #[test]
+    fn missing_command_is_a_clear_error() {
+        let c = spawn_held(&["/no/such/program".into()]).unwrap();
+        let err = c.release().unwrap_err().to_string();
+        assert!(
+            err.contains("/no/such/program") && err.contains("No such file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn abandoned_child_never_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let c = spawn_held(&["touch".into(), marker.to_str().unwrap().into()]).unwrap();
+        c.abandon();
+        assert!(!marker.exists());
+    }
+}

@@ -1,0 +1,466 @@
+//! The driver's view of processes: which process instance (appid) a pid is
+//! *now*, in time order of the perf records.
+//!
+//! SLEEPY's rule: a process instance is (command name, instance number) and a
+//! reused PID never merges two processes. Here every fork of a new process and
+//! every exec starts a new instance with a fresh serial; the serial, not the
+//! pid, is what samples are keyed by in the hash tables. The daemon turns
+//! serials into database rows and appids.
+
+use crate::procfs;
+use crate::records::{Mmap, Task};
+use std::collections::HashMap;
+
+/// Why an instance exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartCause {
+    /// The command dcpi started.
+    Root,
+    Fork,
+    Exec,
+    /// Already running when sampling began (read from /proc).
+    Seeded,
+    /// First seen in a sample with no FORK/COMM record (e.g. a record was lost).
+    Unknown,
+}
+
+impl StartCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartCause::Root => "root",
+            StartCause::Fork => "fork",
+            StartCause::Exec => "exec",
+            StartCause::Seeded => "seeded",
+            StartCause::Unknown => "unknown",
+        }
+    }
+}
+
+/// What the driver tells the daemon about processes, in record order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcEvent {
+    Start {
+        serial: u32,
+        pid: u32,
+        comm: String,
+        parent: Option<u32>,
+        exec_from: Option<u32>,
+        /// Copy this instance's mappings (fork).
+        inherit_maps: Option<u32>,
+        cause: StartCause,
+        cmdline: Option<String>,
+        time: u64,
+    },
+    Map {
+        serial: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: String,
+        inode: u64,
+        build_id: Option<Vec<u8>>,
+    },
+    /// The root command's first exec renames its pre-registered instance.
+    Rename {
+        serial: u32,
+        comm: String,
+        cmdline: Option<String>,
+    },
+    Exit {
+        serial: u32,
+        time: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tracked {
+    serial: u32,
+    parent: Option<u32>,
+    awaiting_exec: bool,
+}
+
+/// pid → current instance.
+#[derive(Debug, Default)]
+pub struct ProcessTracker {
+    by_pid: HashMap<u32, Tracked>,
+    next_serial: u32,
+    /// Records older than this describe what /proc seeding already saw.
+    seed_time: u64,
+    /// Instances started.
+    pub started: u64,
+}
+
+impl ProcessTracker {
+    pub fn new() -> Self {
+        ProcessTracker {
+            next_serial: 1,
+            ..Default::default()
+        }
+    }
+
+    fn start(
+        &mut self,
+        pid: u32,
+        comm: String,
+        parent: Option<u32>,
+        exec_from: Option<u32>,
+        inherit_maps: Option<u32>,
+        cause: StartCause,
+        cmdline: Option<String>,
+        time: u64,
+        out: &mut Vec<ProcEvent>,
+    ) -> u32 {
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        self.started += 1;
+        self.by_pid.insert(
+            pid,
+            Tracked {
+                serial,
+                parent,
+                awaiting_exec: false,
+            },
+        );
+        out.push(ProcEvent::Start {
+            serial,
+            pid,
+            comm,
+            parent,
+            exec_from,
+            inherit_maps,
+            cause,
+            cmdline,
+            time,
+        });
+        serial
+    }
+
+    /// The command dcpi forked and holds before its exec.
+    pub fn register_root(
+        &mut self,
+        pid: u32,
+        comm: &str,
+        cmdline: &str,
+        out: &mut Vec<ProcEvent>,
+    ) -> u32 {
+        let s = self.start(
+            pid,
+            comm.to_string(),
+            None,
+            None,
+            None,
+            StartCause::Root,
+            Some(cmdline.to_string()),
+            0,
+            out,
+        );
+        if let Some(t) = self.by_pid.get_mut(&pid) {
+            t.awaiting_exec = true;
+        }
+        s
+    }
+
+    /// Registers a running process from /proc, with its executable maps.
+    pub fn seed(&mut self, pid: u32, time: u64, out: &mut Vec<ProcEvent>) -> u32 {
+        let parent = procfs::ppid(pid)
+            .and_then(|pp| self.by_pid.get(&pp))
+            .map(|t| t.serial);
+        let (comm, cause) = match pid {
+            0 => ("swapper".to_string(), StartCause::Seeded),
+            _ => (
+                procfs::comm(pid).unwrap_or_else(|| format!("[pid {pid}]")),
+                StartCause::Seeded,
+            ),
+        };
+        let serial = self.start(
+            pid,
+            comm,
+            parent,
+            None,
+            None,
+            cause,
+            procfs::cmdline(pid),
+            time,
+            out,
+        );
+        for m in procfs::maps(pid) {
+            out.push(ProcEvent::Map {
+                serial,
+                start: m.start,
+                len: m.end - m.start,
+                pgoff: m.pgoff,
+                path: m.path,
+                inode: m.inode,
+                build_id: None,
+            });
+        }
+        serial
+    }
+
+    /// Seeds every given pid (parents first, so parent links resolve).
+    pub fn seed_all(&mut self, pids: &[u32], time: u64, out: &mut Vec<ProcEvent>) {
+        self.seed_time = self.seed_time.max(time);
+        let mut sorted = pids.to_vec();
+        sorted.sort_unstable();
+        for pid in sorted {
+            if !self.by_pid.contains_key(&pid) {
+                self.seed(pid, time, out);
+            }
+        }
+    }
+
+    /// The instance a sample of `pid` belongs to, creating one if unseen.
+    #[inline]
+    pub fn instance_of(&mut self, pid: u32, time: u64, out: &mut Vec<ProcEvent>) -> u32 {
+        if let Some(t) = self.by_pid.get(&pid) {
+            return t.serial;
+        }
+        let serial = self.seed(pid, time, out);
+        if let Some(ProcEvent::Start { cause, .. }) = out
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(e, ProcEvent::Start { serial: s, .. } if *s == serial))
+        {
+            if pid != 0 {
+                *cause = StartCause::Unknown;
+            }
+        }
+        serial
+    }
+
+    pub fn on_fork(&mut self, time: u64, task: Task, out: &mut Vec<ProcEvent>) {
+        if task.pid == task.ppid {
+            return; // a new thread, same process
+        }
+        if time < self.seed_time && self.by_pid.contains_key(&task.pid) {
+            return; // seeding already saw it
+        }
+        let parent = self.by_pid.get(&task.ppid).map(|t| t.serial);
+        let comm = procfs::comm(task.pid)
+            .or_else(|| procfs::comm(task.ppid))
+            .unwrap_or_else(|| format!("[pid {}]", task.pid));
+        self.start(
+            task.pid,
+            comm,
+            parent,
+            None,
+            parent,
+            StartCause::Fork,
+            None,
+            time,
+            out,
+        );
+    }
+
+    pub fn on_comm(
+        &mut self,
+        time: u64,
+        pid: u32,
+        tid: u32,
+        comm: &str,
+        exec: bool,
+        out: &mut Vec<ProcEvent>,
+    ) {
+        if !exec {
+            return; // thread names and prctl renames keep the appid
+        }
+        let _ = tid;
+        let cmdline = procfs::cmdline(pid);
+        match self.by_pid.get(&pid).copied() {
+            Some(t) if t.awaiting_exec => {
+                if let Some(tr) = self.by_pid.get_mut(&pid) {
+                    tr.awaiting_exec = false;
+                }
+                out.push(ProcEvent::Rename {
+                    serial: t.serial,
+                    comm: comm.to_string(),
+                    cmdline,
+                });
+            }
+            Some(t) => {
+                out.push(ProcEvent::Exit {
+                    serial: t.serial,
+                    time,
+                });
+                self.start(
+                    pid,
+                    comm.to_string(),
+                    t.parent,
+                    Some(t.serial),
+                    None,
+                    StartCause::Exec,
+                    cmdline,
+                    time,
+                    out,
+                );
+            }
+            None => {
+                self.start(
+                    pid,
+                    comm.to_string(),
+                    None,
+                    None,
+                    None,
+                    StartCause::Exec,
+                    cmdline,
+                    time,
+                    out,
+                );
+            }
+        }
+    }
+
+    pub fn on_mmap(&mut self, time: u64, map: Mmap, out: &mut Vec<ProcEvent>) {
+        let serial = self.instance_of(map.pid, time, out);
+        out.push(ProcEvent::Map {
+            serial,
+            start: map.addr,
+            len: map.len,
+            pgoff: map.pgoff,
+            inode: map.dev_ino.map(|d| d.2).unwrap_or(0),
+            path: map.filename,
+            build_id: map.build_id,
+        });
+    }
+
+    pub fn on_exit(&mut self, time: u64, task: Task, out: &mut Vec<ProcEvent>) {
+        if task.pid != task.tid {
+            return; // a thread ended
+        }
+        if let Some(t) = self.by_pid.remove(&task.pid) {
+            out.push(ProcEvent::Exit {
+                serial: t.serial,
+                time,
+            });
+        }
+    }
+
+    /// Whether a pid is currently known.
+    pub fn knows(&self, pid: u32) -> bool {
+        self.by_pid.contains_key(&pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serial_of(e: &ProcEvent) -> u32 {
+        match e {
+            ProcEvent::Start { serial, .. } => *serial,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pid_reuse_and_exec_start_new_instances() {
+        let mut t = ProcessTracker::new();
+        let mut out = Vec::new();
+        let root = t.register_root(4_000_000, "dcpi", "loop 1", &mut out);
+        t.on_comm(1, 4_000_000, 4_000_000, "loop", true, &mut out);
+        assert!(matches!(&out[1], ProcEvent::Rename { comm, .. } if comm == "loop"));
+        assert_eq!(
+            t.instance_of(4_000_000, 2, &mut out),
+            root,
+            "root keeps its instance over its first exec"
+        );
+
+        // fork → child instance inheriting maps; exec → another instance.
+        out.clear();
+        t.on_fork(
+            3,
+            Task {
+                pid: 4_000_001,
+                ppid: 4_000_000,
+                tid: 4_000_001,
+                ptid: 4_000_000,
+            },
+            &mut out,
+        );
+        let child = serial_of(&out[0]);
+        assert!(
+            matches!(&out[0], ProcEvent::Start { inherit_maps: Some(p), parent: Some(q), .. } if *p == root && *q == root)
+        );
+        t.on_comm(4, 4_000_001, 4_000_001, "true", true, &mut out);
+        assert!(matches!(&out[1], ProcEvent::Exit { serial, .. } if *serial == child));
+        let execd = serial_of(&out[2]);
+        assert!(
+            matches!(&out[2], ProcEvent::Start { exec_from: Some(c), cause: StartCause::Exec, .. } if *c == child)
+        );
+        assert_ne!(execd, child);
+
+        // exit, then the same pid is reused by a new fork: a new instance.
+        out.clear();
+        t.on_exit(
+            5,
+            Task {
+                pid: 4_000_001,
+                ppid: 4_000_000,
+                tid: 4_000_001,
+                ptid: 4_000_000,
+            },
+            &mut out,
+        );
+        assert!(!t.knows(4_000_001));
+        t.on_fork(
+            6,
+            Task {
+                pid: 4_000_001,
+                ppid: 4_000_000,
+                tid: 4_000_001,
+                ptid: 4_000_000,
+            },
+            &mut out,
+        );
+        let reused = serial_of(&out[1]);
+        assert!(reused != execd && reused != child);
+    }
+
+    #[test]
+    fn threads_do_not_make_instances() {
+        let mut t = ProcessTracker::new();
+        let mut out = Vec::new();
+        let root = t.register_root(4_100_000, "app", "app", &mut out);
+        out.clear();
+        t.on_fork(
+            1,
+            Task {
+                pid: 4_100_000,
+                ppid: 4_100_000,
+                tid: 4_100_001,
+                ptid: 4_100_000,
+            },
+            &mut out,
+        );
+        t.on_exit(
+            2,
+            Task {
+                pid: 4_100_000,
+                ppid: 4_100_000,
+                tid: 4_100_001,
+                ptid: 4_100_000,
+            },
+            &mut out,
+        );
+        t.on_comm(3, 4_100_000, 4_100_001, "worker", false, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(t.instance_of(4_100_000, 4, &mut out), root);
+    }
+
+    #[test]
+    fn unseen_pid_in_a_sample_gets_an_unknown_instance() {
+        let mut t = ProcessTracker::new();
+        let mut out = Vec::new();
+        let s = t.instance_of(std::process::id(), 1, &mut out);
+        assert!(matches!(
+            &out[0],
+            ProcEvent::Start {
+                cause: StartCause::Unknown,
+                ..
+            }
+        ));
+        assert!(out
+            .iter()
+            .any(|e| matches!(e, ProcEvent::Map { serial, .. } if *serial == s)));
+    }
+}

@@ -1,0 +1,145 @@
+//! What /proc says about processes that already run (attach, system-wide):
+//! the kernel sends no MMAP records for them, so their maps are read here.
+
+use std::fs;
+
+/// One executable mapping from /proc/PID/maps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcMap {
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+    pub inode: u64,
+    pub path: String,
+}
+
+/// Parses the executable lines of a maps file.
+pub fn parse_maps(text: &str) -> Vec<ProcMap> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms), Some(off), Some(_dev), Some(ino)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        if perms.as_bytes().get(2) != Some(&b'x') {
+            continue;
+        }
+        let path = f.collect::<Vec<_>>().join(" ");
+        let Some((s, e)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(pgoff)) = (
+            u64::from_str_radix(s, 16),
+            u64::from_str_radix(e, 16),
+            u64::from_str_radix(off, 16),
+        ) else {
+            continue;
+        };
+        out.push(ProcMap {
+            start,
+            end,
+            pgoff,
+            inode: ino.parse().unwrap_or(0),
+            path,
+        });
+    }
+    out
+}
+
+/// Executable mappings of a live process (empty if it is gone).
+pub fn maps(pid: u32) -> Vec<ProcMap> {
+    fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map(|t| parse_maps(&t))
+        .unwrap_or_default()
+}
+
+/// Command name (as in COMM records).
+pub fn comm(pid: u32) -> Option<String> {
+    fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
+/// Command line, arguments separated by spaces.
+pub fn cmdline(pid: u32) -> Option<String> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let parts: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// Parent pid from /proc/PID/stat.
+pub fn ppid(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Thread ids of a process.
+pub fn threads(pid: u32) -> Vec<u32> {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every process id now.
+pub fn all_pids() -> Vec<u32> {
+    let mut pids: Vec<u32> = fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    pids.sort_unstable();
+    pids
+}
+
+/// kernel.perf_event_paranoid as text (for error messages).
+pub fn perf_event_paranoid() -> String {
+    fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_only_executable_maps() {
+        let text = "\
+55d4c8a00000-55d4c8a02000 r--p 00000000 fe:01 1234 /usr/bin/loop
+55d4c8a02000-55d4c8a03000 r-xp 00002000 fe:01 1234 /usr/bin/loop
+7ffd1b3f0000-7ffd1b3f2000 r-xp 00000000 00:00 0 [vdso]
+7f0000000000-7f0000001000 rwxp 00000000 00:00 0
+7f1000000000-7f1000010000 r-xp 00028000 fe:01 99 /usr/lib/my lib.so
+";
+        let m = parse_maps(text);
+        assert_eq!(m.len(), 4);
+        assert_eq!(
+            (m[0].start, m[0].end, m[0].pgoff),
+            (0x55d4c8a02000, 0x55d4c8a03000, 0x2000)
+        );
+        assert_eq!(m[1].path, "[vdso]");
+        assert_eq!(m[2].path, "");
+        assert_eq!(m[3].path, "/usr/lib/my lib.so");
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        assert!(comm(me).is_some());
+        assert!(ppid(me).is_some());
+        assert!(!maps(me).is_empty());
+        assert!(threads(me).contains(&me));
+        assert!(all_pids().contains(&me));
+    }
+}

@@ -1,0 +1,281 @@
+//! One `dcpi collect`: open the database, start the command held, open the
+//! events, run the driver and the daemon, wait, stop, drain, commit.
+
+use crate::daemon::{Daemon, DaemonStats};
+use crate::db::writer::{ProfileWriter, RunInfo};
+use crate::driver::{Driver, DriverConfig};
+use crate::error::{CollectError, Result};
+use crate::event_spec::EventSpec;
+use crate::images::ImageRegistry;
+use crate::kernel::KernelLayout;
+use crate::launcher::{exit_code, spawn_held};
+use crate::perf_setup::{open_events, Rate, Target};
+use crate::procfs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// What to profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// `dcpi collect -- CMD ARGS`.
+    Command(Vec<String>),
+    /// `dcpi collect --pid PID`.
+    Pid(u32),
+    /// `dcpi collect --system-wide [-- CMD]`.
+    SystemWide(Option<Vec<String>>),
+}
+
+/// A validated collection request.
+#[derive(Debug, Clone)]
+pub struct CollectConfig {
+    pub db_path: PathBuf,
+    pub events: Vec<EventSpec>,
+    pub rate: Rate,
+    pub mode: Mode,
+    /// Stop after this long (required for system-wide without a command).
+    pub duration: Option<Duration>,
+    pub driver: DriverConfig,
+    /// Ring buffer bytes per CPU (a power of two).
+    pub ring_bytes: usize,
+    /// Sample kernel addresses too; `None` = when permitted.
+    pub include_kernel: Option<bool>,
+}
+
+/// How a collection ended.
+#[derive(Debug, Clone)]
+pub struct CollectOutcome {
+    pub run_id: i64,
+    /// Exit code of the command (128 + signal if killed).
+    pub exit_code: Option<i32>,
+    pub interrupted: bool,
+    pub duration: Duration,
+    pub warnings: Vec<String>,
+    pub samples: u64,
+    pub lost: u64,
+    pub daemon: DaemonStats,
+}
+
+fn kernel_allowed() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    procfs::perf_event_paranoid()
+        .parse::<i32>()
+        .map(|p| p <= 1)
+        .unwrap_or(false)
+}
+
+/// Runs one collection. `user_stop` is set by the caller's SIGINT/SIGTERM
+/// handler; `on_warning` prints fallbacks as soon as they are known.
+pub fn collect(
+    config: &CollectConfig,
+    user_stop: &AtomicBool,
+    on_warning: &dyn Fn(&str),
+) -> Result<CollectOutcome> {
+    if matches!(config.mode, Mode::SystemWide(None)) && config.duration.is_none() {
+        // Allowed: runs until Ctrl-C. Nothing to check.
+    }
+    // 1. The database first: an unwritable path fails before anything runs.
+    let mut writer = ProfileWriter::open(&config.db_path)?;
+    let host = dcpi_models::host::read();
+    let clock = dcpi_models::core_clock::calibrate();
+    let kernel = KernelLayout::read();
+    let include_kernel = config.include_kernel.unwrap_or_else(kernel_allowed);
+
+    // 2. The command, held before exec.
+    let argv = match &config.mode {
+        Mode::Command(a) => Some(a.clone()),
+        Mode::SystemWide(a) => a.clone(),
+        Mode::Pid(_) => None,
+    };
+    let held = argv.as_ref().map(|a| spawn_held(a)).transpose()?;
+    let target = match (&config.mode, &held) {
+        (Mode::Command(_), Some(h)) => Target::Command { pid: h.pid },
+        (Mode::Pid(p), _) => Target::Pid { pid: *p },
+        _ => Target::SystemWide,
+    };
+
+    // 3. The events.
+    let events = match open_events(
+        &config.events,
+        &target,
+        config.rate,
+        include_kernel,
+        config.ring_bytes,
+    ) {
+        Ok(e) => e,
+        Err(e) => {
+            if let Some(h) = held {
+                h.abandon();
+            }
+            return Err(e);
+        }
+    };
+    for w in &events.warnings {
+        on_warning(w);
+    }
+    let warnings = events.warnings.clone();
+    let run = RunInfo {
+        mode: match &config.mode {
+            Mode::Command(_) => "command",
+            Mode::Pid(_) => "pid",
+            Mode::SystemWide(_) => "system-wide",
+        }
+        .into(),
+        command: argv.as_ref().map(|a| a.join(" ")),
+        target_pid: match config.mode {
+            Mode::Pid(p) => Some(p as i64),
+            _ => held.as_ref().map(|h| h.pid as i64),
+        },
+        host,
+        kernel_build_id: kernel.build_id.clone(),
+        clock: Some(clock),
+    };
+    if let Err(e) = writer.begin_run(&run, &events.configs) {
+        if let Some(h) = held {
+            h.abandon();
+        }
+        return Err(e);
+    }
+    let run_id = writer.run_id();
+
+    // 4. Driver and daemon.
+    let (tx, rx) = mpsc::channel();
+    let mut driver = Driver::new(events, tx, config.driver);
+    match (&config.mode, &held, &argv) {
+        (Mode::Command(_), Some(h), Some(a)) => {
+            let comm: String = a[0]
+                .rsplit('/')
+                .next()
+                .unwrap_or(&a[0])
+                .chars()
+                .take(15)
+                .collect();
+            driver.register_root(h.pid, &comm, &a.join(" "));
+        }
+        (Mode::Pid(p), _, _) => driver.seed(&[*p]),
+        (Mode::SystemWide(_), _, _) => driver.seed(&procfs::all_pids()),
+        _ => {}
+    }
+    let daemon = Daemon::new(writer, ImageRegistry::new(kernel));
+    let daemon_thread = std::thread::Builder::new()
+        .name("dcpi-daemon".into())
+        .spawn(move || daemon.run(rx))
+        .map_err(|source| CollectError::Io {
+            what: "starting the daemon thread".into(),
+            source,
+        })?;
+    let driver_stop = Arc::new(AtomicBool::new(false));
+    let ds = driver_stop.clone();
+    let driver_thread = std::thread::Builder::new()
+        .name("dcpi-driver".into())
+        .spawn(move || driver.run(ds))
+        .map_err(|source| CollectError::Io {
+            what: "starting the driver thread".into(),
+            source,
+        })?;
+
+    // 5. Run.
+    let started = Instant::now();
+    let child = match held {
+        Some(h) => match h.release() {
+            Ok(pid) => Some(pid),
+            Err(e) => {
+                driver_stop.store(true, Ordering::Release);
+                let _ = driver_thread.join();
+                if let Ok(Ok((mut w, _))) = daemon_thread.join() {
+                    let _ = w.end_run(Some(127), false, started.elapsed().as_secs_f64(), None);
+                }
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    let mut status: Option<i32> = None;
+    let mut interrupted = false;
+    loop {
+        if let Some(pid) = child {
+            let mut st = 0;
+            // SAFETY: waiting for our own child.
+            let r = unsafe { libc::waitpid(pid as i32, &mut st, libc::WNOHANG) };
+            if r == pid as i32 {
+                status = Some(exit_code(st));
+                break;
+            }
+        }
+        if let Mode::Pid(p) = config.mode {
+            // SAFETY: signal 0 only checks existence.
+            if unsafe { libc::kill(p as i32, 0) } != 0 {
+                break;
+            }
+        }
+        if user_stop.load(Ordering::Acquire) {
+            interrupted = true;
+            break;
+        }
+        if config.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        if daemon_thread.is_finished() {
+            break; // the daemon failed; its error is reported below
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    // 6. Stop sampling, drain every buffer, commit.
+    driver_stop.store(true, Ordering::Release);
+    let _ = driver_thread.join();
+    let joined = daemon_thread.join();
+    let duration = started.elapsed();
+
+    // 7. A command still running (Ctrl-C, --duration) is asked to stop.
+    if let (Some(pid), None) = (child, status) {
+        status = Some(terminate(pid));
+    }
+    let (mut writer, daemon_stats) = match joined {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(CollectError::Usage(
+                "the daemon thread panicked; the database holds every completed flush".into(),
+            ))
+        }
+    };
+    let clock_end = dcpi_models::core_clock::calibrate();
+    writer.end_run(status, interrupted, duration.as_secs_f64(), Some(clock_end))?;
+    let reader = crate::db::ProfileReader::open(&config.db_path)?;
+    let stats: std::collections::HashMap<String, i64> = reader.stats(run_id)?.into_iter().collect();
+    let get = |k: &str| stats.get(k).copied().unwrap_or(0) as u64;
+    Ok(CollectOutcome {
+        run_id,
+        exit_code: status,
+        interrupted,
+        duration,
+        warnings,
+        samples: get("samples"),
+        lost: get("lost_records") + get("lost_samples"),
+        daemon: daemon_stats,
+    })
+}
+
+/// SIGTERM, then SIGKILL after 5 s; returns the exit code.
+fn terminate(pid: u32) -> i32 {
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut st = 0;
+        let r = unsafe { libc::waitpid(pid as i32, &mut st, libc::WNOHANG) };
+        if r == pid as i32 {
+            return exit_code(st);
+        }
+        if r < 0 {
+            return 128 + libc::SIGTERM;
+        }
+        if Instant::now() >= deadline {
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,114 @@
+//! Facts about the host stored with every run: CPU identity and kernel.
+
+use serde::Serialize;
+
+/// What the collector records about the machine a profile came from.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_vendor: String,
+    /// Display family (base + extended, as AMD and Intel define it).
+    pub cpu_family: u32,
+    /// Display model (base + extended model).
+    pub cpu_model: u32,
+    pub cpu_stepping: u32,
+    pub cpu_model_name: String,
+    pub online_cpus: u32,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpuid_identity() -> (String, u32, u32, u32) {
+    use core::arch::x86_64::__cpuid;
+    // cpuid leaves 0 and 1 exist on every x86-64 CPU.
+    let (l0, l1) = (__cpuid(0), __cpuid(1));
+    let mut vendor = Vec::with_capacity(12);
+    for r in [l0.ebx, l0.edx, l0.ecx] {
+        vendor.extend_from_slice(&r.to_le_bytes());
+    }
+    let vendor = String::from_utf8_lossy(&vendor).into_owned();
+    let eax = l1.eax;
+    let base_family = (eax >> 8) & 0xf;
+    let ext_family = (eax >> 20) & 0xff;
+    let base_model = (eax >> 4) & 0xf;
+    let ext_model = (eax >> 16) & 0xf;
+    let family = if base_family == 0xf {
+        base_family + ext_family
+    } else {
+        base_family
+    };
+    let model = if base_family == 0xf || base_family == 0x6 {
+        (ext_model << 4) | base_model
+    } else {
+        base_model
+    };
+    (vendor, family, model, eax & 0xf)
+}
+
+fn model_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+fn uname() -> (String, String) {
+    // SAFETY: utsname is plain old data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return (String::new(), String::new());
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    (
+        field(&u.nodename),
+        format!("{} {}", field(&u.sysname), field(&u.release)),
+    )
+}
+
+/// Number of CPUs online now.
+pub fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as u32
+}
+
+/// Reads the host facts.
+#[cfg(target_arch = "x86_64")]
+pub fn read() -> HostFacts {
+    let (cpu_vendor, cpu_family, cpu_model, cpu_stepping) = cpuid_identity();
+    let (hostname, kernel) = uname();
+    HostFacts {
+        hostname,
+        kernel,
+        cpu_vendor,
+        cpu_family,
+        cpu_model,
+        cpu_stepping,
+        cpu_model_name: model_name(),
+        online_cpus: online_cpus(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_cpuid_and_kernel() {
+        let h = super::read();
+        assert_eq!(h.cpu_vendor.len(), 12);
+        assert!(h.cpu_family >= 6, "{h:?}");
+        assert!(h.kernel.starts_with("Linux "), "{h:?}");
+        assert!(h.online_cpus >= 1);
+    }
+}

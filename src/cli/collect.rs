@@ -1,0 +1,139 @@
+//! `dcpi collect`: turn flags into a validated CollectConfig, run it, report.
+
+use super::signals;
+use anyhow::{bail, Context};
+use clap::Args;
+use dcpi_collect::driver::DriverConfig;
+use dcpi_collect::event_spec::parse_event_list;
+use dcpi_collect::perf_setup::Rate;
+use dcpi_collect::session::{collect, CollectConfig, Mode};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct CollectArgs {
+    /// Profile database to write (appends a new run/epoch if it exists).
+    #[arg(short = 'o', long = "output", default_value = "dcpi.db")]
+    pub output: PathBuf,
+    /// Events to sample, comma-separated (cycles, instructions, cache-misses:pp, r01c2, cpu-clock, ...).
+    #[arg(short = 'e', long = "events", default_value = "cycles")]
+    pub events: String,
+    /// Sample every PERIOD events (cycles, or ns for cpu-clock/task-clock).
+    #[arg(short = 'c', long = "count", conflicts_with = "freq")]
+    pub period: Option<u64>,
+    /// Sample at HZ samples per second per CPU.
+    #[arg(short = 'F', long = "freq")]
+    pub freq: Option<u64>,
+    /// Profile every process on every CPU (until CMD exits, --duration, or Ctrl-C).
+    #[arg(short = 'a', long = "system-wide", conflicts_with = "pid")]
+    pub system_wide: bool,
+    /// Attach to a running process (all its threads) until it exits or Ctrl-C.
+    #[arg(short = 'p', long = "pid")]
+    pub pid: Option<u32>,
+    /// Stop after this many seconds.
+    #[arg(short = 'd', long = "duration")]
+    pub duration: Option<f64>,
+    /// Also sample kernel addresses (default: when permitted).
+    #[arg(long, conflicts_with = "user_only")]
+    pub kernel: bool,
+    /// Sample user-space addresses only.
+    #[arg(long = "user-only")]
+    pub user_only: bool,
+    /// Flush aggregated counts to the database every SECONDS.
+    #[arg(long = "flush-interval", default_value_t = 1.0)]
+    pub flush_interval: f64,
+    /// Ring buffer size per CPU, KiB (power of two).
+    #[arg(long = "ring-kib", default_value_t = 1024)]
+    pub ring_kib: usize,
+    /// Buckets per CPU hash table (4 entries each).
+    #[arg(long = "table-buckets", default_value_t = 16384)]
+    pub table_buckets: usize,
+    /// Do not randomize sampling periods.
+    #[arg(long = "no-jitter")]
+    pub no_jitter: bool,
+    /// Print nothing but errors and warnings.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command to profile, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+fn seconds(s: f64, what: &str) -> anyhow::Result<Duration> {
+    if !(s.is_finite() && s > 0.0) {
+        bail!("{what} must be a positive number of seconds, not {s}");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
+    let events = parse_event_list(&a.events)?;
+    let rate = match (a.period, a.freq) {
+        (Some(0), _) | (_, Some(0)) => bail!("-c and -F must be positive"),
+        (Some(p), _) => Rate::Period(p),
+        (None, Some(f)) => Rate::Frequency(f),
+        (None, None) => Rate::Frequency(4000),
+    };
+    let mode = if a.system_wide {
+        Mode::SystemWide((!a.command.is_empty()).then(|| a.command.clone()))
+    } else if let Some(pid) = a.pid {
+        if !a.command.is_empty() {
+            bail!("--pid attaches to a running process; give no command after --");
+        }
+        Mode::Pid(pid)
+    } else {
+        if a.command.is_empty() {
+            bail!("nothing to profile: give a command after --, or --pid PID, or --system-wide");
+        }
+        Mode::Command(a.command.clone())
+    };
+    if !a.ring_kib.is_power_of_two() || a.ring_kib < 8 {
+        bail!("--ring-kib must be a power of two of at least 8");
+    }
+    let config = CollectConfig {
+        db_path: a.output.clone(),
+        events,
+        rate,
+        mode,
+        duration: a.duration.map(|d| seconds(d, "--duration")).transpose()?,
+        driver: DriverConfig {
+            table_buckets: a.table_buckets.max(1),
+            flush_interval: seconds(a.flush_interval, "--flush-interval")?,
+            period_jitter: if a.no_jitter {
+                0.0
+            } else {
+                dcpi_collect::perf_setup::PERIOD_JITTER
+            },
+            ..DriverConfig::default()
+        },
+        ring_bytes: a.ring_kib * 1024,
+        include_kernel: if a.kernel {
+            Some(true)
+        } else if a.user_only {
+            Some(false)
+        } else {
+            None
+        },
+    };
+    signals::install();
+    let out = collect(&config, &signals::STOP, &|w| eprintln!("dcpi: {w}"))
+        .with_context(|| format!("collecting into {}", a.output.display()))?;
+    if !a.quiet {
+        eprintln!(
+            "dcpi: {} samples in {:.2} s{} written to {} (run {}){}",
+            out.samples,
+            out.duration.as_secs_f64(),
+            if out.lost > 0 {
+                format!(", {} lost", out.lost)
+            } else {
+                String::new()
+            },
+            a.output.display(),
+            out.run_id,
+            if out.interrupted { "; interrupted" } else { "" },
+        );
+    }
+    Ok(out
+        .exit_code
+        .unwrap_or(if out.interrupted { 130 } else { 0 }))
+}

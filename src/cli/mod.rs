@@ -1,0 +1,48 @@
+//! Command-line parsing and dispatch.
+
+mod collect;
+mod prof;
+mod signals;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "dcpi",
+    version,
+    about = "Continuous profiling: where have all the cycles gone?"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Output format of every view.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Profile a command (or a process, or the whole system) into a profile database.
+    Collect(collect::CollectArgs),
+    /// Where the samples are: images, procedures, processes, statistics of run.
+    Prof(prof::ProfArgs),
+}
+
+/// Default database path.
+pub fn default_db() -> PathBuf {
+    PathBuf::from("dcpi.db")
+}
+
+/// Runs a parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Collect(a) => collect::run(a),
+        Command::Prof(a) => prof::run(a),
+    }
+}
