@@ -1,1 +1,26 @@
+//! dcpi-analyze: offline analysis of dcpi profile databases.
+//!
+//! Today: images and their procedures (ELF .symtab, .dynsym with Prospect's
+//! bracketing, .eh_frame FDE ranges, PLT entries, Rust/C++ demangling; the
+//! kernel through /proc/kallsyms) and the `prof` model with its text and JSON
+//! views. The instruction-level analysis (CFGs, frequency and CPI from
+//! S = F·C, culprits) described in ARCHITECTURE.md is not built yet.
+//!
+//! Limits: kernel names need the profiled kernel to be the running one (the
+//! build-id is checked); an ELF image whose build-id changed since profiling
+//! is refused and shown by offset.
+//!
+//! ```no_run
+//! let report = dcpi_analyze::prof::build("dcpi.db".as_ref(), &Default::default()).unwrap();
+//! print!("{}", dcpi_analyze::views::prof_text::render(&report));
+//! ```
 
+pub mod demangle;
+pub mod elf_symbols;
+pub mod error;
+pub mod kernel_symbols;
+pub mod prof;
+pub mod symbolizer;
+pub mod views;
+
+pub use error::{AnalyzeError, Result};

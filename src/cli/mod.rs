@@ -5,7 +5,6 @@ mod prof;
 mod signals;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,11 +31,6 @@ pub enum Command {
     Collect(collect::CollectArgs),
     /// Where the samples are: images, procedures, processes, statistics of run.
     Prof(prof::ProfArgs),
-}
-
-/// Default database path.
-pub fn default_db() -> PathBuf {
-    PathBuf::from("dcpi.db")
 }
 
 /// Runs a parsed command line; returns the process exit code.

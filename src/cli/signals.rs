@@ -13,7 +13,7 @@ pub fn install() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as usize;
+        sa.sa_sigaction = on_signal as *const () as usize;
         libc::sigemptyset(&mut sa.sa_mask);
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             libc::sigaction(sig, &sa, std::ptr::null_mut());

@@ -1,0 +1,45 @@
+//! Rust (legacy and v0) and C++ (Itanium) symbol demangling.
+
+/// Demangled form of a symbol, or the symbol itself.
+pub fn demangle(name: &str) -> String {
+    // Strip versions from dynamic symbols (memcpy@@GLIBC_2.14).
+    let (base, version) = match name.find('@') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    };
+    let rust_legacy = base.starts_with("_ZN") && base.contains("17h") && base.ends_with('E');
+    if base.starts_with("_R") || rust_legacy {
+        if let Ok(d) = rustc_demangle::try_demangle(base) {
+            return format!("{d:#}{version}");
+        }
+    }
+    if base.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(base) {
+            if let Ok(s) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return format!("{s}{version}");
+            }
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn demangles_rust_and_cpp() {
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE9push_backERKi"),
+            "std::vector<int, std::allocator<int> >::push_back(int const&)"
+        );
+        assert_eq!(demangle("_Z3fooi"), "foo(int)");
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("memcpy@@GLIBC_2.14"), "memcpy@@GLIBC_2.14");
+    }
+}

@@ -1,0 +1,289 @@
+//! Procedures of an ELF image: from .symtab, else .dynsym with Prospect's
+//! bracketing (`recv->recvfrom` for a hit between two exported symbols),
+//! else .eh_frame FDE ranges; PLT entries named `func@plt`. Addresses are
+//! ELF virtual addresses, as objdump shows them.
+
+use crate::demangle::demangle;
+use crate::error::{AnalyzeError, Result};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
+
+/// Where the procedure names came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolSource {
+    Symtab,
+    Dynsym,
+    EhFrame,
+    None,
+}
+
+#[derive(Debug, Clone)]
+struct Func {
+    start: u64,
+    /// 0 = unknown size.
+    size: u64,
+    name: String,
+}
+
+/// A procedure an address fell in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Procedure {
+    pub name: String,
+    /// Start address (for bracketed hits, the lower symbol's).
+    pub start: u64,
+}
+
+#[derive(Debug)]
+struct PltSection {
+    start: u64,
+    end: u64,
+    /// Entries before the first real one (PLT0 in .plt).
+    skip: u64,
+}
+
+/// Symbols of one ELF image.
+#[derive(Debug)]
+pub struct ElfSymbols {
+    pub build_id: Option<String>,
+    pub source: SymbolSource,
+    /// (file offset, file size, vaddr) of each PT_LOAD.
+    segments: Vec<(u64, u64, u64)>,
+    funcs: Vec<Func>,
+    plt: Vec<PltSection>,
+    plt_names: Vec<String>,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn functions<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Func> {
+    let mut v: Vec<Func> = syms
+        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
+        .filter_map(|s| {
+            Some(Func {
+                start: s.address(),
+                size: s.size(),
+                name: s.name().ok()?.to_string(),
+            })
+        })
+        .collect();
+    // Prefer sized, global names when several symbols share an address.
+    v.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
+    v.dedup_by_key(|f| f.start);
+    v
+}
+
+fn eh_frame_functions(file: &object::File) -> Vec<Func> {
+    use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
+    let Some(sec) = file.section_by_name(".eh_frame") else {
+        return Vec::new();
+    };
+    let Ok(data) = sec.data() else {
+        return Vec::new();
+    };
+    let eh = EhFrame::new(data, LittleEndian);
+    let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
+    if let Some(text) = file.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    if let Some(hdr) = file.section_by_name(".eh_frame_hdr") {
+        bases = bases.set_eh_frame_hdr(hdr.address());
+    }
+    let mut out = Vec::new();
+    let mut entries = eh.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if let CieOrFde::Fde(partial) = entry {
+            if let Ok(fde) = partial.parse(EhFrame::cie_from_offset) {
+                let start = fde.initial_address();
+                out.push(Func {
+                    start,
+                    size: fde.len(),
+                    name: format!("fn_{start:x}"),
+                });
+            }
+        }
+    }
+    out.sort_by_key(|f| f.start);
+    out.dedup_by_key(|f| f.start);
+    out
+}
+
+/// `func@plt` names in .rela.plt order.
+fn plt_names(file: &object::File) -> Vec<String> {
+    let Some(rela) = file.section_by_name(".rela.plt") else {
+        return Vec::new();
+    };
+    let Ok(data) = rela.data() else {
+        return Vec::new();
+    };
+    let dynsyms = file.dynamic_symbol_table();
+    data.chunks_exact(24)
+        .map(|r| {
+            let info = u64::from_le_bytes(r[8..16].try_into().unwrap());
+            let idx = (info >> 32) as usize;
+            let name = dynsyms
+                .as_ref()
+                .and_then(|t| t.symbol_by_index(object::SymbolIndex(idx)).ok())
+                .and_then(|s| {
+                    s.name()
+                        .ok()
+                        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+                })
+                .unwrap_or_else(|| format!("plt{idx}"));
+            format!("{}@plt", demangle(&name))
+        })
+        .collect()
+}
+
+impl ElfSymbols {
+    /// Reads an image from disk.
+    pub fn load(path: &str) -> Result<Self> {
+        let err = |detail: String| AnalyzeError::Image {
+            path: path.to_string(),
+            detail,
+        };
+        let data = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+        Self::parse(&data).map_err(err)
+    }
+
+    /// Parses an image in memory.
+    pub fn parse(data: &[u8]) -> std::result::Result<Self, String> {
+        let file = object::File::parse(data).map_err(|e| format!("not an ELF file: {e}"))?;
+        let build_id = file.build_id().ok().flatten().map(hex);
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address())
+            })
+            .collect();
+        let mut source = SymbolSource::Symtab;
+        let mut funcs = file
+            .symbol_table()
+            .map(|t| functions(t.symbols()))
+            .unwrap_or_default();
+        if funcs.is_empty() {
+            source = SymbolSource::Dynsym;
+            funcs = file
+                .dynamic_symbol_table()
+                .map(|t| functions(t.symbols()))
+                .unwrap_or_default();
+        }
+        if funcs.is_empty() {
+            source = SymbolSource::EhFrame;
+            funcs = eh_frame_functions(&file);
+        }
+        if funcs.is_empty() {
+            source = SymbolSource::None;
+        }
+        let mut plt = Vec::new();
+        for (name, skip) in [(".plt", 1), (".plt.sec", 0)] {
+            if let Some(s) = file.section_by_name(name) {
+                plt.push(PltSection {
+                    start: s.address(),
+                    end: s.address() + s.size(),
+                    skip,
+                });
+            }
+        }
+        // With .plt.sec present, .plt holds only the lazy-binding stubs.
+        if plt.len() == 2 {
+            plt.remove(0);
+        }
+        Ok(ElfSymbols {
+            build_id,
+            source,
+            segments,
+            funcs,
+            plt,
+            plt_names: plt_names(&file),
+        })
+    }
+
+    /// ELF virtual address of a file offset (through the PT_LOAD segments).
+    pub fn vaddr_of_offset(&self, off: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(o, s, _)| off >= *o && off < o + s)
+            .map(|(o, _, v)| off - o + v)
+    }
+
+    /// The procedure containing `vaddr`.
+    pub fn procedure(&self, vaddr: u64) -> Option<Procedure> {
+        for p in &self.plt {
+            if vaddr >= p.start && vaddr < p.end {
+                let idx = ((vaddr - p.start) / 16).checked_sub(p.skip);
+                let name = idx
+                    .and_then(|i| self.plt_names.get(i as usize).cloned())
+                    .unwrap_or_else(|| "[plt]".to_string());
+                return Some(Procedure {
+                    name,
+                    start: p.start + (vaddr - p.start) / 16 * 16,
+                });
+            }
+        }
+        let i = self.funcs.partition_point(|f| f.start <= vaddr);
+        if i == 0 {
+            return None;
+        }
+        let f = &self.funcs[i - 1];
+        let next = self.funcs.get(i);
+        let inside = if f.size > 0 {
+            vaddr < f.start + f.size
+        } else {
+            next.is_none_or(|n| vaddr < n.start)
+        };
+        if inside {
+            return Some(Procedure {
+                name: demangle(&f.name),
+                start: f.start,
+            });
+        }
+        match self.source {
+            // Prospect's bracketing: an unexported function between two exported ones.
+            SymbolSource::Dynsym => Some(Procedure {
+                name: match next {
+                    Some(n) => format!("{}->{}", demangle(&f.name), demangle(&n.name)),
+                    None => format!("{}->", demangle(&f.name)),
+                },
+                start: f.start,
+            }),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbolizes_this_test_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let syms = ElfSymbols::load(exe.to_str().unwrap()).unwrap();
+        assert_eq!(syms.source, SymbolSource::Symtab);
+        let addr = symbolizes_this_test_binary as *const () as u64;
+        // Translate our runtime address to an ELF vaddr via /proc/self/maps.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let exe_s = exe.to_str().unwrap();
+        let line = maps
+            .lines()
+            .filter(|l| l.ends_with(exe_s))
+            .find(|l| {
+                let r = l.split_whitespace().next().unwrap();
+                let (s, e) = r.split_once('-').unwrap();
+                let (s, e) = (
+                    u64::from_str_radix(s, 16).unwrap(),
+                    u64::from_str_radix(e, 16).unwrap(),
+                );
+                addr >= s && addr < e
+            })
+            .unwrap();
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let start = u64::from_str_radix(f[0].split('-').next().unwrap(), 16).unwrap();
+        let off = u64::from_str_radix(f[2], 16).unwrap();
+        let vaddr = syms.vaddr_of_offset(addr - start + off).unwrap();
+        let p = syms.procedure(vaddr).unwrap();
+        assert!(p.name.ends_with("symbolizes_this_test_binary"), "{p:?}");
+    }
+}

@@ -1,0 +1,91 @@
+//! Names for (image, offset) pairs from the database: ELF images through
+//! [`ElfSymbols`] (refusing an image whose build-id no longer matches),
+//! kernel images through [`KernelSymbols`], unknown regions as `[unknown]`.
+
+use crate::elf_symbols::ElfSymbols;
+use crate::kernel_symbols::KernelSymbols;
+use dcpi_collect::db::reader::ImageRow;
+use std::collections::HashMap;
+
+#[derive(Default)]
+pub struct Symbolizer {
+    elf: HashMap<i64, Option<ElfSymbols>>,
+    kernel: Option<KernelSymbols>,
+    warnings: Vec<String>,
+}
+
+impl Symbolizer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn elf(&mut self, img: &ImageRow) -> Option<&ElfSymbols> {
+        if !self.elf.contains_key(&img.id) {
+            let loaded = match ElfSymbols::load(&img.path) {
+                Ok(s) => match (&img.build_id, &s.build_id) {
+                    (Some(want), Some(have)) if want != have => {
+                        self.warnings.push(format!(
+                            "{}: build-id is now {have}, the profile was taken of {want}; \
+                             its samples are shown by offset only (the binary changed since profiling)",
+                            img.path
+                        ));
+                        None
+                    }
+                    _ => Some(s),
+                },
+                Err(e) => {
+                    self.warnings
+                        .push(format!("{e}; its samples are shown by offset only"));
+                    None
+                }
+            };
+            self.elf.insert(img.id, loaded);
+        }
+        self.elf.get(&img.id).and_then(|s| s.as_ref())
+    }
+
+    /// (procedure name, start vaddr) of an offset in an image.
+    pub fn procedure(&mut self, img: &ImageRow, offset: u64) -> (String, Option<u64>) {
+        match img.kind.as_str() {
+            "elf" => {
+                let Some(syms) = self.elf(img) else {
+                    return (format!("[{}+{offset:#x}]", basename(&img.path)), None);
+                };
+                match syms.vaddr_of_offset(offset) {
+                    Some(v) => match syms.procedure(v) {
+                        Some(p) => (p.name, Some(p.start)),
+                        None => (format!("[{}+{v:#x}]", basename(&img.path)), None),
+                    },
+                    None => (format!("[{}+off {offset:#x}]", basename(&img.path)), None),
+                }
+            }
+            "kernel" | "module" => {
+                if self.kernel.is_none() {
+                    let k = KernelSymbols::read();
+                    if let (Some(want), Some(have)) = (&img.build_id, &k.build_id) {
+                        if img.kind == "kernel" && want != have {
+                            self.warnings.push(format!(
+                                "the running kernel (build-id {have}) is not the profiled one ({want}); kernel names may be wrong"
+                            ));
+                        }
+                    }
+                    self.kernel = Some(k);
+                }
+                let k = self.kernel.as_ref().expect("set above");
+                match k.procedure(&img.path, offset) {
+                    Some((name, _)) => (name.to_string(), None),
+                    None => (format!("{}+{offset:#x}", img.path), None),
+                }
+            }
+            _ => ("[unknown]".to_string(), None),
+        }
+    }
+
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+}
+
+fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
