@@ -77,6 +77,20 @@ struct Tracked {
     serial: u32,
     parent: Option<u32>,
     awaiting_exec: bool,
+    /// Command name now (a fork copies its parent's, as the kernel does).
+    comm: [u8; 16],
+}
+
+fn comm_bytes(s: &str) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    let n = s.len().min(15);
+    b[..n].copy_from_slice(&s.as_bytes()[..n]);
+    b
+}
+
+fn comm_str(b: &[u8; 16]) -> String {
+    let n = b.iter().position(|&c| c == 0).unwrap_or(16);
+    String::from_utf8_lossy(&b[..n]).into_owned()
 }
 
 /// pid → current instance.
@@ -119,6 +133,7 @@ impl ProcessTracker {
                 serial,
                 parent,
                 awaiting_exec: false,
+                comm: comm_bytes(&comm),
             },
         );
         out.push(ProcEvent::Start {
@@ -235,10 +250,12 @@ impl ProcessTracker {
         if time < self.seed_time && self.by_pid.contains_key(&task.pid) {
             return; // seeding already saw it
         }
-        let parent = self.by_pid.get(&task.ppid).map(|t| t.serial);
-        let comm = procfs::comm(task.pid)
-            .or_else(|| procfs::comm(task.ppid))
-            .unwrap_or_else(|| format!("[pid {}]", task.pid));
+        let parent_info = self.by_pid.get(&task.ppid).copied();
+        let parent = parent_info.map(|t| t.serial);
+        let comm = match parent_info {
+            Some(p) => comm_str(&p.comm),
+            None => procfs::comm(task.ppid).unwrap_or_else(|| format!("[pid {}]", task.pid)),
+        };
         self.start(
             task.pid,
             comm,
@@ -270,6 +287,7 @@ impl ProcessTracker {
             Some(t) if t.awaiting_exec => {
                 if let Some(tr) = self.by_pid.get_mut(&pid) {
                     tr.awaiting_exec = false;
+                    tr.comm = comm_bytes(comm);
                 }
                 out.push(ProcEvent::Rename {
                     serial: t.serial,

@@ -1,0 +1,244 @@
+//! End to end: `dcpi collect` on SLEEPY's benchmarks and friends, then
+//! `dcpi prof`. These sample live, so they assert robust facts (where most
+//! samples land, what the database holds), not exact counts.
+
+mod common;
+
+use common::*;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Live-sampling tests run one at a time so they do not steal each other's CPU.
+static LIVE: Mutex<()> = Mutex::new(());
+
+fn live() -> std::sync::MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn share(procs: &[(String, u64)], name: &str) -> f64 {
+    let total: u64 = procs.iter().map(|p| p.1).sum();
+    let n: u64 = procs.iter().filter(|p| p.0 == name).map(|p| p.1).sum();
+    n as f64 / total.max(1) as f64
+}
+
+#[test]
+fn loop_samples_fall_in_main() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("loop.db");
+    let out = collect(&db, &["-F", "5000", "--", &workload("loop"), "1500000000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = prof_json(&db, &[]);
+    let procs = image_procedures(&r, "loop");
+    assert!(share(&procs, "main") > 0.95, "{procs:?}");
+    assert!(
+        r["system"]["samples"][0].as_u64().unwrap() > 500,
+        "{}",
+        r["system"]
+    );
+    // The event asked for is recorded next to the one used.
+    let ev = &r["runs"][0]["events"][0];
+    assert_eq!(ev["requested"], "cycles");
+    if ev["used"] == "cpu-clock" {
+        assert!(ev["fallback_reason"].as_str().unwrap().contains("PMU"));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("sampling cpu-clock instead"));
+    }
+    // Every sample of the loop lands on the handful of instructions of its body.
+    let distinct = scalar(&db, "SELECT count(*) FROM counts c JOIN images i ON i.id = c.image_id WHERE i.path LIKE '%/loop' AND c.count >= 20");
+    assert!((2..=12).contains(&distinct), "{distinct} hot PCs");
+    assert_eq!(scalar(&db, "SELECT complete FROM runs"), 1);
+    assert!(r["runs"][0]["run"]["core_hz"].as_f64().unwrap() > 5e8);
+}
+
+#[test]
+fn call_samples_fall_in_loop() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("call.db");
+    let out = collect(&db, &["-F", "5000", "--", &workload("call"), "50000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let procs = image_procedures(&prof_json(&db, &[]), "call");
+    assert!(share(&procs, "loop") > 0.9, "{procs:?}");
+}
+
+#[test]
+fn btree_samples_spread_over_its_functions() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("btree.db");
+    let out = collect(&db, &["-F", "10000", "--", &workload("btree"), "3000000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let procs = image_procedures(&prof_json(&db, &[]), "btree");
+    // As the seed describes: find_index takes the most, lookup is large,
+    // insert's helpers have some, main has a little.
+    assert_eq!(procs[0].0, "find_index", "{procs:?}");
+    assert!(share(&procs, "find_index") > 0.3, "{procs:?}");
+    assert!(share(&procs, "lookup") > 0.05, "{procs:?}");
+    let named = [
+        "find_index",
+        "lookup",
+        "insert_rec",
+        "find_child",
+        "main",
+        "next_random",
+        "insert",
+        "get_parent_key",
+    ];
+    let hit = named.iter().filter(|n| share(&procs, n) > 0.0).count();
+    assert!(hit >= 5, "{procs:?}");
+}
+
+#[test]
+fn stripped_pie_and_shared_library() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("lib.db");
+    let out = collect(&db, &["-F", "5000", "--", &workload("uselib"), "300000000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = prof_json(&db, &[]);
+    let procs = image_procedures(&r, "libwork.so");
+    assert!(share(&procs, "work_hot") > 0.99, "{procs:?}");
+    let lib_pct = r["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["image"] == "libwork.so")
+        .unwrap()["percent"]
+        .as_f64()
+        .unwrap();
+    assert!(lib_pct > 80.0, "{lib_pct}");
+    // The stripped PIE itself is an image identified by build-id.
+    let kinds = scalar(
+        &db,
+        "SELECT count(*) FROM images WHERE path LIKE '%/uselib' AND identity LIKE 'build-id:%'",
+    );
+    assert_eq!(kinds, 1);
+}
+
+#[test]
+fn exit_status_of_the_command_is_dcpis() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("x.db");
+    let out = collect(&db, &["--", "sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(scalar(&db, "SELECT exit_status FROM runs"), 3);
+}
+
+#[test]
+fn fork_exec_storm_gives_every_process_its_appid() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("storm.db");
+    let out = collect(
+        &db,
+        &[
+            "-F",
+            "10000",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        scalar(&db, "SELECT count(*) FROM processes WHERE comm = 'true'"),
+        300
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT count(DISTINCT instance) FROM processes WHERE comm = 'true'"
+        ),
+        300
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT count(*) FROM processes WHERE comm = 'true' AND cause != 'exec'"
+        ),
+        0
+    );
+    // 300 forked shells that exec'd, plus the root shell.
+    assert_eq!(
+        scalar(&db, "SELECT count(*) FROM processes WHERE comm = 'sh'"),
+        301
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT count(*) FROM processes WHERE comm = 'true' AND exec_from_id IS NULL"
+        ),
+        0
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT value FROM collector_stats WHERE name = 'lost_records'"
+        ),
+        0
+    );
+    // Every sample was attributed to some process.
+    let samples = scalar(
+        &db,
+        "SELECT value FROM collector_stats WHERE name = 'samples'",
+    );
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT sum(user_samples + kernel_samples) FROM processes"
+        ),
+        samples
+    );
+}
+
+#[test]
+fn a_second_collect_appends_a_run_and_appids_stay_unique() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("twice.db");
+    for _ in 0..2 {
+        let out = collect(&db, &["-F", "2000", "--", &workload("loop"), "200000000"]);
+        assert!(out.status.success());
+    }
+    assert_eq!(scalar(&db, "SELECT count(*) FROM runs"), 2);
+    assert_eq!(scalar(&db, "SELECT count(*) FROM epochs"), 2);
+    let instances: String = sqlite(&db)
+        .query_row("SELECT group_concat(instance) FROM (SELECT instance FROM processes WHERE comm = 'loop' ORDER BY instance)", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(instances, "1,2");
+    // --epoch selects one run's samples; appids say which instance.
+    let second = prof_json(&db, &["--epoch", "2"]);
+    let apps: Vec<&str> = second["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["appid"].as_str().unwrap())
+        .collect();
+    assert_eq!(apps, vec!["loop#2"]);
+    let both = prof_json(&db, &[]);
+    assert_eq!(both["groups"][0]["instances"], 2);
+    let one = prof_json(&db, &["--appid", "loop#1"]);
+    assert_eq!(one["processes"].as_array().unwrap().len(), 1);
+}

@@ -1,0 +1,141 @@
+//! Helpers for the end-to-end tests: build the workloads in `datasets/`,
+//! run the `dcpi` binary, read its JSON.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub fn dcpi() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dcpi"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Compiles the workloads once per test binary; returns their directory.
+pub fn workloads() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = root()
+            .join("target")
+            .join("workloads")
+            .join(format!("{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let src = root().join("datasets").join("workloads");
+        let cc = |args: &[&str]| {
+            let st = Command::new("gcc")
+                .args(args)
+                .current_dir(&src)
+                .status()
+                .expect("gcc is needed for the tests");
+            assert!(st.success(), "gcc {args:?}");
+        };
+        for w in ["loop", "call", "btree"] {
+            cc(&[
+                "-O1",
+                "-g",
+                "-o",
+                out.join(w).to_str().unwrap(),
+                &format!("{w}.c"),
+            ]);
+        }
+        cc(&[
+            "-O1",
+            "-g",
+            "-shared",
+            "-fPIC",
+            "-o",
+            out.join("libwork.so").to_str().unwrap(),
+            "libwork.c",
+        ]);
+        cc(&[
+            "-O1",
+            "-pie",
+            "-fPIE",
+            "-o",
+            out.join("uselib").to_str().unwrap(),
+            "uselib.c",
+            &format!("-L{}", out.display()),
+            "-lwork",
+            &format!("-Wl,-rpath,{}", out.display()),
+        ]);
+        let st = Command::new("strip")
+            .arg(out.join("uselib"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        out
+    })
+}
+
+pub fn workload(name: &str) -> String {
+    workloads().join(name).to_str().unwrap().to_string()
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Runs `dcpi collect -o DB ARGS`, asserting nothing about its status.
+pub fn collect(db: &Path, args: &[&str]) -> Output {
+    dcpi()
+        .arg("collect")
+        .arg("-o")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `dcpi prof --format json` of a database.
+pub fn prof_json(db: &Path, extra: &[&str]) -> Value {
+    let out = dcpi()
+        .args(["prof", "--format", "json", "--limit", "0", "--db"])
+        .arg(db)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "prof failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Samples of the first event column per procedure name (summed over images).
+pub fn procedure_samples(report: &Value) -> Vec<(String, String, u64)> {
+    report["procedures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["procedure"].as_str().unwrap().to_string(),
+                p["image"].as_str().unwrap().to_string(),
+                p["samples"][0].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Samples in procedures of one image.
+pub fn image_procedures(report: &Value, image: &str) -> Vec<(String, u64)> {
+    procedure_samples(report)
+        .into_iter()
+        .filter(|(_, i, _)| i == image)
+        .map(|(p, _, n)| (p, n))
+        .collect()
+}
+
+pub fn sqlite(db: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(db).unwrap()
+}
+
+pub fn scalar(db: &Path, sql: &str) -> i64 {
+    sqlite(db).query_row(sql, [], |r| r.get(0)).unwrap()
+}
