@@ -6,7 +6,6 @@ mod common;
 
 use common::*;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// Live-sampling tests run one at a time so they do not steal each other's CPU.
 static LIVE: Mutex<()> = Mutex::new(());

@@ -11,7 +11,7 @@ use crate::db::writer::{FlushBatch, NewProcess, ProcessDelta, ProfileWriter};
 use crate::error::Result;
 use crate::images::{ImageRegistry, ImageSlot};
 use crate::overflow::{Handoff, HandoffSink};
-use crate::process_tracker::ProcEvent;
+use crate::process_tracker::{InstanceStart, ProcEvent};
 use crate::stats::CollectorStats;
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -98,7 +98,7 @@ impl Daemon {
 
     fn on_proc(&mut self, e: ProcEvent) {
         match e {
-            ProcEvent::Start {
+            ProcEvent::Start(InstanceStart {
                 serial,
                 pid,
                 comm,
@@ -108,7 +108,7 @@ impl Daemon {
                 cause,
                 cmdline,
                 time,
-            } => {
+            }) => {
                 if let Some(p) = inherit_maps {
                     self.spaces.inherit(serial, p);
                 }

@@ -36,21 +36,25 @@ impl StartCause {
     }
 }
 
+/// A new process instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceStart {
+    pub serial: u32,
+    pub pid: u32,
+    pub comm: String,
+    pub parent: Option<u32>,
+    pub exec_from: Option<u32>,
+    /// Copy this instance's mappings (fork).
+    pub inherit_maps: Option<u32>,
+    pub cause: StartCause,
+    pub cmdline: Option<String>,
+    pub time: u64,
+}
+
 /// What the driver tells the daemon about processes, in record order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcEvent {
-    Start {
-        serial: u32,
-        pid: u32,
-        comm: String,
-        parent: Option<u32>,
-        exec_from: Option<u32>,
-        /// Copy this instance's mappings (fork).
-        inherit_maps: Option<u32>,
-        cause: StartCause,
-        cmdline: Option<String>,
-        time: u64,
-    },
+    Start(InstanceStart),
     Map {
         serial: u32,
         start: u64,
@@ -112,41 +116,21 @@ impl ProcessTracker {
         }
     }
 
-    fn start(
-        &mut self,
-        pid: u32,
-        comm: String,
-        parent: Option<u32>,
-        exec_from: Option<u32>,
-        inherit_maps: Option<u32>,
-        cause: StartCause,
-        cmdline: Option<String>,
-        time: u64,
-        out: &mut Vec<ProcEvent>,
-    ) -> u32 {
+    fn start(&mut self, mut start: InstanceStart, out: &mut Vec<ProcEvent>) -> u32 {
         let serial = self.next_serial;
+        start.serial = serial;
         self.next_serial += 1;
         self.started += 1;
         self.by_pid.insert(
-            pid,
+            start.pid,
             Tracked {
                 serial,
-                parent,
+                parent: start.parent,
                 awaiting_exec: false,
-                comm: comm_bytes(&comm),
+                comm: comm_bytes(&start.comm),
             },
         );
-        out.push(ProcEvent::Start {
-            serial,
-            pid,
-            comm,
-            parent,
-            exec_from,
-            inherit_maps,
-            cause,
-            cmdline,
-            time,
-        });
+        out.push(ProcEvent::Start(start));
         serial
     }
 
@@ -159,14 +143,17 @@ impl ProcessTracker {
         out: &mut Vec<ProcEvent>,
     ) -> u32 {
         let s = self.start(
-            pid,
-            comm.to_string(),
-            None,
-            None,
-            None,
-            StartCause::Root,
-            Some(cmdline.to_string()),
-            0,
+            InstanceStart {
+                serial: 0,
+                pid,
+                comm: comm.to_string(),
+                parent: None,
+                exec_from: None,
+                inherit_maps: None,
+                cause: StartCause::Root,
+                cmdline: Some(cmdline.to_string()),
+                time: 0,
+            },
             out,
         );
         if let Some(t) = self.by_pid.get_mut(&pid) {
@@ -188,14 +175,17 @@ impl ProcessTracker {
             ),
         };
         let serial = self.start(
-            pid,
-            comm,
-            parent,
-            None,
-            None,
-            cause,
-            procfs::cmdline(pid),
-            time,
+            InstanceStart {
+                serial: 0,
+                pid,
+                comm,
+                parent,
+                exec_from: None,
+                inherit_maps: None,
+                cause,
+                cmdline: procfs::cmdline(pid),
+                time,
+            },
             out,
         );
         for m in procfs::maps(pid) {
@@ -231,11 +221,9 @@ impl ProcessTracker {
             return t.serial;
         }
         let serial = self.seed(pid, time, out);
-        if let Some(ProcEvent::Start { cause, .. }) = out
-            .iter_mut()
-            .rev()
-            .find(|e| matches!(e, ProcEvent::Start { serial: s, .. } if *s == serial))
-        {
+        if let Some(ProcEvent::Start(InstanceStart { cause, .. })) = out.iter_mut().rev().find(
+            |e| matches!(e, ProcEvent::Start(InstanceStart { serial: s, .. }) if *s == serial),
+        ) {
             if pid != 0 {
                 *cause = StartCause::Unknown;
             }
@@ -257,14 +245,17 @@ impl ProcessTracker {
             None => procfs::comm(task.ppid).unwrap_or_else(|| format!("[pid {}]", task.pid)),
         };
         self.start(
-            task.pid,
-            comm,
-            parent,
-            None,
-            parent,
-            StartCause::Fork,
-            None,
-            time,
+            InstanceStart {
+                serial: 0,
+                pid: task.pid,
+                comm,
+                parent,
+                exec_from: None,
+                inherit_maps: parent,
+                cause: StartCause::Fork,
+                cmdline: None,
+                time,
+            },
             out,
         );
     }
@@ -301,27 +292,33 @@ impl ProcessTracker {
                     time,
                 });
                 self.start(
-                    pid,
-                    comm.to_string(),
-                    t.parent,
-                    Some(t.serial),
-                    None,
-                    StartCause::Exec,
-                    cmdline,
-                    time,
+                    InstanceStart {
+                        serial: 0,
+                        pid,
+                        comm: comm.to_string(),
+                        parent: t.parent,
+                        exec_from: Some(t.serial),
+                        inherit_maps: None,
+                        cause: StartCause::Exec,
+                        cmdline,
+                        time,
+                    },
                     out,
                 );
             }
             None => {
                 self.start(
-                    pid,
-                    comm.to_string(),
-                    None,
-                    None,
-                    None,
-                    StartCause::Exec,
-                    cmdline,
-                    time,
+                    InstanceStart {
+                        serial: 0,
+                        pid,
+                        comm: comm.to_string(),
+                        parent: None,
+                        exec_from: None,
+                        inherit_maps: None,
+                        cause: StartCause::Exec,
+                        cmdline,
+                        time,
+                    },
                     out,
                 );
             }
@@ -365,7 +362,7 @@ mod tests {
 
     fn serial_of(e: &ProcEvent) -> u32 {
         match e {
-            ProcEvent::Start { serial, .. } => *serial,
+            ProcEvent::Start(InstanceStart { serial, .. }) => *serial,
             other => panic!("{other:?}"),
         }
     }
@@ -397,13 +394,13 @@ mod tests {
         );
         let child = serial_of(&out[0]);
         assert!(
-            matches!(&out[0], ProcEvent::Start { inherit_maps: Some(p), parent: Some(q), .. } if *p == root && *q == root)
+            matches!(&out[0], ProcEvent::Start(InstanceStart { inherit_maps: Some(p), parent: Some(q), .. }) if *p == root && *q == root)
         );
         t.on_comm(4, 4_000_001, 4_000_001, "true", true, &mut out);
         assert!(matches!(&out[1], ProcEvent::Exit { serial, .. } if *serial == child));
         let execd = serial_of(&out[2]);
         assert!(
-            matches!(&out[2], ProcEvent::Start { exec_from: Some(c), cause: StartCause::Exec, .. } if *c == child)
+            matches!(&out[2], ProcEvent::Start(InstanceStart { exec_from: Some(c), cause: StartCause::Exec, .. }) if *c == child)
         );
         assert_ne!(execd, child);
 
@@ -472,10 +469,10 @@ mod tests {
         let s = t.instance_of(std::process::id(), 1, &mut out);
         assert!(matches!(
             &out[0],
-            ProcEvent::Start {
+            ProcEvent::Start(InstanceStart {
                 cause: StartCause::Unknown,
                 ..
-            }
+            })
         ));
         assert!(out
             .iter()

@@ -356,3 +356,162 @@ fn next_instance(conn: &Connection, comm: &str) -> Result<i64> {
         .flatten();
     Ok(max.unwrap_or(0) + 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::ProfileReader;
+
+    fn run_info() -> RunInfo {
+        RunInfo {
+            mode: "command".into(),
+            command: Some("loop".into()),
+            target_pid: Some(42),
+            host: dcpi_models::host::read(),
+            kernel_build_id: None,
+            clock: None,
+        }
+    }
+
+    fn event() -> EventConfig {
+        EventConfig {
+            requested: "cycles".into(),
+            used: EventSpec::cpu_clock(),
+            period: Some(250_000),
+            frequency: None,
+            period_jitter: 0.03,
+            fallback_reason: Some("no PMU".into()),
+        }
+    }
+
+    fn image(id: &str) -> NewImage {
+        NewImage {
+            identity: format!("build-id:{id}"),
+            kind: "elf".into(),
+            path: format!("/bin/{id}"),
+            build_id: Some(id.into()),
+            size: Some(10),
+            mtime: Some(1),
+            offset_kind: "file".into(),
+        }
+    }
+
+    fn process(comm: &str, pid: u32) -> NewProcess {
+        NewProcess {
+            comm: comm.into(),
+            pid,
+            parent: None,
+            exec_from: None,
+            cause: "root".into(),
+            cmdline: Some(comm.into()),
+            start_ns: 0,
+        }
+    }
+
+    #[test]
+    fn round_trip_with_upserts_and_unique_appids() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rt.db");
+        for run in 0..2u64 {
+            let mut w = ProfileWriter::open(&path).unwrap();
+            w.begin_run(&run_info(), &[event()]).unwrap();
+            let mut b = FlushBatch {
+                new_images: vec![(0, image("aa")), (1, image("bb"))],
+                new_processes: vec![(1, process("loop", 42)), (2, process("sh", 43))],
+                counts: vec![
+                    (1, 0, 0x1139, 0, 10),
+                    (1, 1, 0x29000, 0, 3),
+                    (2, 0, 0x1139, 0, 1),
+                ],
+                event_totals: vec![(0, 14, 14 * 250_000)],
+                stats: vec![("samples".into(), 14)],
+                ..Default::default()
+            };
+            b.process_deltas = vec![(
+                1,
+                ProcessDelta {
+                    user_samples: 13,
+                    ..Default::default()
+                },
+            )];
+            w.flush(&b).unwrap();
+            // A second flush adds to the same keys.
+            let b2 = FlushBatch {
+                counts: vec![(1, 0, 0x1139, 0, 5 + run)],
+                process_deltas: vec![(
+                    1,
+                    ProcessDelta {
+                        user_samples: 5,
+                        end_ns: Some(99),
+                        ..Default::default()
+                    },
+                )],
+                ..Default::default()
+            };
+            w.flush(&b2).unwrap();
+            w.end_run(Some(0), false, 1.0, None).unwrap();
+        }
+        let r = ProfileReader::open(&path).unwrap();
+        let runs = r.runs().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert!(runs.iter().all(|r| r.complete && r.exit_status == Some(0)));
+        assert_eq!(
+            r.images().unwrap().len(),
+            2,
+            "images are shared across runs"
+        );
+        let procs = r.processes().unwrap();
+        let loops: Vec<String> = procs
+            .iter()
+            .filter(|p| p.comm == "loop")
+            .map(|p| p.appid())
+            .collect();
+        assert_eq!(loops, vec!["loop#1", "loop#2"]);
+        assert_eq!(procs[0].user_samples, 18);
+        let ev = r.events().unwrap();
+        assert_eq!(
+            (ev[0].requested.as_str(), ev[0].used.as_str(), ev[0].samples),
+            ("cycles", "cpu-clock", 14)
+        );
+        assert_eq!(ev[0].mean_period(), Some(250_000.0));
+        let epochs = r.epochs().unwrap();
+        let first = r.counts(Some(&[epochs[0].id])).unwrap();
+        let hot = first
+            .iter()
+            .find(|c| c.offset == 0x1139 && c.count > 1)
+            .unwrap();
+        assert_eq!(hot.count, 15);
+        let second = r.counts(Some(&[epochs[1].id])).unwrap();
+        assert_eq!(
+            second
+                .iter()
+                .find(|c| c.offset == 0x1139 && c.count > 1)
+                .unwrap()
+                .count,
+            16
+        );
+        assert_eq!(r.counts(None).unwrap().len(), 6);
+        assert_eq!(
+            r.stats(runs[0].id).unwrap(),
+            vec![("samples".to_string(), 14)]
+        );
+    }
+
+    #[test]
+    fn kernel_offsets_keep_their_64_bit_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.db");
+        let mut w = ProfileWriter::open(&path).unwrap();
+        w.begin_run(&run_info(), &[event()]).unwrap();
+        let addr = 0xffff_ffff_8100_0123u64;
+        w.flush(&FlushBatch {
+            new_images: vec![(0, image("k"))],
+            new_processes: vec![(1, process("x", 1))],
+            counts: vec![(1, 0, addr, 0, 1)],
+            ..Default::default()
+        })
+        .unwrap();
+        let r = ProfileReader::open(&path).unwrap();
+        assert_eq!(r.counts(None).unwrap()[0].offset, addr);
+    }
+}
