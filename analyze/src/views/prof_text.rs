@@ -171,14 +171,14 @@ pub fn render_sections(r: &ProfReport, s: Sections) -> String {
             "\nProcedures:\n{head}       %    cum%  procedure [image]"
         );
         for p in &r.procedures {
+            let image = if p.image.starts_with('[') { p.image.clone() } else { format!("[{}]", p.image) };
             let _ = writeln!(
                 out,
-                "{} {:>7.2} {:>7.2}  {} [{}]",
+                "{} {:>7.2} {:>7.2}  {} {image}",
                 cols(&p.samples),
                 p.percent,
                 p.cumulative_percent,
                 p.procedure,
-                p.image
             );
         }
     }
