@@ -9,6 +9,7 @@
 use crate::address_space::{AddressSpaces, Mapping, Resolved};
 use crate::db::writer::{FlushBatch, NewProcess, ProcessDelta, ProfileWriter};
 use crate::error::Result;
+use crate::fast_hash::FastHash;
 use crate::images::{ImageRegistry, ImageSlot};
 use crate::overflow::{Handoff, HandoffSink};
 use crate::process_tracker::{InstanceStart, ProcEvent};
@@ -54,9 +55,9 @@ pub struct Daemon {
     writer: ProfileWriter,
     images: ImageRegistry,
     spaces: AddressSpaces,
-    procs: HashMap<u32, ProcState>,
+    procs: HashMap<u32, ProcState, FastHash>,
     new_procs: Vec<(u32, NewProcess)>,
-    counts: HashMap<(u32, ImageSlot, u64, u16), u64>,
+    counts: HashMap<(u32, ImageSlot, u64, u16), u64, FastHash>,
     pub stats: DaemonStats,
 }
 
@@ -66,9 +67,9 @@ impl Daemon {
             writer,
             images,
             spaces: AddressSpaces::default(),
-            procs: HashMap::new(),
+            procs: HashMap::default(),
             new_procs: Vec::new(),
-            counts: HashMap::new(),
+            counts: HashMap::default(),
             stats: DaemonStats::default(),
         }
     }

@@ -39,6 +39,7 @@ pub mod db;
 pub mod driver;
 pub mod error;
 pub mod event_spec;
+pub mod fast_hash;
 pub mod hashtable;
 pub mod images;
 pub mod kernel;

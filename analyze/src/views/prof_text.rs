@@ -171,7 +171,11 @@ pub fn render_sections(r: &ProfReport, s: Sections) -> String {
             "\nProcedures:\n{head}       %    cum%  procedure [image]"
         );
         for p in &r.procedures {
-            let image = if p.image.starts_with('[') { p.image.clone() } else { format!("[{}]", p.image) };
+            let image = if p.image.starts_with('[') {
+                p.image.clone()
+            } else {
+                format!("[{}]", p.image)
+            };
             let _ = writeln!(
                 out,
                 "{} {:>7.2} {:>7.2}  {} {image}",

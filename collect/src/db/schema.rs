@@ -103,7 +103,6 @@ CREATE TABLE counts (
     count      INTEGER NOT NULL,
     PRIMARY KEY (epoch_id, process_id, image_id, offset, event_id)
 ) WITHOUT ROWID;
-CREATE INDEX counts_by_image ON counts(image_id, offset);
 CREATE TABLE collector_stats (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     name   TEXT NOT NULL,
