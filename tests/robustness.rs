@@ -46,6 +46,9 @@ fn sigint_stops_drains_commits_and_passes_the_childs_status() {
         .spawn()
         .unwrap();
     wait_for_samples(&db, Duration::from_secs(20));
+    // WAL: a reader works while the collector writes.
+    let during = prof_json(&db, &[]);
+    assert!(during["system"]["samples"][0].as_u64().unwrap() > 0);
     std::thread::sleep(Duration::from_millis(300));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
@@ -246,4 +249,47 @@ fn system_wide_sees_the_command_and_other_processes() {
     // Processes that already ran were seeded from /proc.
     assert!(scalar(&db, "SELECT count(*) FROM processes WHERE cause = 'seeded'") > 5);
     assert_eq!(scalar(&db, "SELECT mode = 'system-wide' FROM runs"), 1);
+}
+
+#[test]
+fn refused_perf_event_open_prints_paranoid_and_the_fix() {
+    // Needs root to drop to an unprivileged user, and a kernel that refuses
+    // unprivileged system-wide sampling (perf_event_paranoid >= 1).
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().parse().unwrap_or(2))
+        .unwrap_or(2);
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if unsafe { libc::geteuid() } != 0 || paranoid < 1 || !setpriv.exists() {
+        eprintln!("skipped: needs root, setpriv and perf_event_paranoid >= 1");
+        return;
+    }
+    let dir = tempdir();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let db = dir.path().join("p.db");
+    let out = std::process::Command::new(setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_dcpi"),
+            "collect",
+            "-a",
+            "-d",
+            "0.2",
+            "-o",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("perf_event_paranoid is {paranoid}"))
+            && err.contains("sysctl -w kernel.perf_event_paranoid="),
+        "{err}"
+    );
 }

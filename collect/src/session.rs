@@ -75,9 +75,6 @@ pub fn collect(
     user_stop: &AtomicBool,
     on_warning: &dyn Fn(&str),
 ) -> Result<CollectOutcome> {
-    if matches!(config.mode, Mode::SystemWide(None)) && config.duration.is_none() {
-        // Allowed: runs until Ctrl-C. Nothing to check.
-    }
     // 1. The database first: an unwritable path fails before anything runs.
     let mut writer = ProfileWriter::open(&config.db_path)?;
     let host = dcpi_models::host::read();
