@@ -5,14 +5,6 @@
 mod common;
 
 use common::*;
-use std::sync::Mutex;
-
-/// Live-sampling tests run one at a time so they do not steal each other's CPU.
-static LIVE: Mutex<()> = Mutex::new(());
-
-fn live() -> std::sync::MutexGuard<'static, ()> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn share(procs: &[(String, u64)], name: &str) -> f64 {
     let total: u64 = procs.iter().map(|p| p.1).sum();
@@ -240,4 +232,51 @@ fn a_second_collect_appends_a_run_and_appids_stay_unique() {
     assert_eq!(both["groups"][0]["instances"], 2);
     let one = prof_json(&db, &["--appid", "loop#1"]);
     assert_eq!(one["processes"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn several_events_are_recorded_as_requested_and_used() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("multi.db");
+    let out = collect(
+        &db,
+        &[
+            "-e",
+            "cycles,instructions,page-faults",
+            "--",
+            &workload("btree"),
+            "300000",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<(String, String)> = sqlite(&db)
+        .prepare("SELECT requested, used FROM events ORDER BY requested")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let requested: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(requested, vec!["cycles", "instructions", "page-faults"]);
+    assert!(rows
+        .iter()
+        .any(|r| r.0 == "page-faults" && r.1 == "page-faults"));
+    // btree's allocations fault pages in: the page-faults column has samples.
+    let r = prof_json(&db, &["--event", "page-faults"]);
+    assert!(
+        r["system"]["samples"][0].as_u64().unwrap() > 0,
+        "{}",
+        r["system"]
+    );
+    let unknown = dcpi()
+        .args(["prof", "--event", "branch-misses", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no event 'branch-misses'"));
 }

@@ -6,14 +6,7 @@ mod common;
 
 use common::*;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-static LIVE: Mutex<()> = Mutex::new(());
-
-fn live() -> std::sync::MutexGuard<'static, ()> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn wait_for_samples(db: &std::path::Path, timeout: Duration) {
     let t = Instant::now();

@@ -210,7 +210,9 @@ impl Driver {
                 let cpu = s.cpu as usize % self.tables.len();
                 self.tables[cpu].record(s.ip, instance, event, &mut self.pairs[cpu]);
                 self.stats.samples += 1;
-                if s.kernel {
+                // By address, as the daemon attributes it: a software event
+                // (page fault) fires in kernel mode on a user address.
+                if s.ip >= crate::kernel::KERNEL_START {
                     self.stats.kernel_samples += 1;
                 } else {
                     self.stats.user_samples += 1;

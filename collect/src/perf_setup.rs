@@ -110,6 +110,21 @@ fn plan_for(spec: &EventSpec, rate: Rate) -> Plan {
     }
 }
 
+fn config_for(requested: String, plan: &Plan, fallback_reason: Option<String>) -> EventConfig {
+    EventConfig {
+        requested,
+        used: plan.spec.clone(),
+        period: plan.period,
+        frequency: plan.frequency,
+        period_jitter: if plan.period.is_some() {
+            PERIOD_JITTER
+        } else {
+            0.0
+        },
+        fallback_reason,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn builder<'a>(
     plan: &Plan,
@@ -189,6 +204,9 @@ pub fn open_events(
     let mut plans: Vec<Plan> = Vec::new();
     let mut configs: Vec<EventConfig> = Vec::new();
     let mut warnings = Vec::new();
+    // Requests that map onto an event already opened: recorded after the
+    // sampled events, so event positions stay those of the open events.
+    let mut unsampled: Vec<EventConfig> = Vec::new();
     let mut build_id = true;
     for spec in specs {
         let plan = plan_for(spec, rate);
@@ -213,18 +231,7 @@ pub fn open_events(
         }
         match result {
             Ok(_) => {
-                configs.push(EventConfig {
-                    requested: spec.display_name(),
-                    used: spec.clone(),
-                    period: plan.period,
-                    frequency: plan.frequency,
-                    period_jitter: if plan.period.is_some() {
-                        PERIOD_JITTER
-                    } else {
-                        0.0
-                    },
-                    fallback_reason: None,
-                });
+                configs.push(config_for(spec.display_name(), &plan, None));
                 plans.push(plan);
             }
             Err(e) if spec.is_hardware() && is_no_pmu(&e) => {
@@ -234,23 +241,14 @@ pub fn open_events(
                     "warning: {} unavailable: {reason}; sampling cpu-clock instead",
                     spec.display_name()
                 ));
+                let fplan = plan_for(&fallback, rate);
+                let config = config_for(spec.display_name(), &fplan, Some(reason));
                 if plans.iter().any(|p| p.spec == fallback) {
-                    // Already sampling cpu-clock: record the request, no second event.
+                    // Already sampling cpu-clock: record the request, open no second event.
+                    unsampled.push(config);
                     continue;
                 }
-                let fplan = plan_for(&fallback, rate);
-                configs.push(EventConfig {
-                    requested: spec.display_name(),
-                    used: fallback,
-                    period: fplan.period,
-                    frequency: fplan.frequency,
-                    period_jitter: if fplan.period.is_some() {
-                        PERIOD_JITTER
-                    } else {
-                        0.0
-                    },
-                    fallback_reason: Some(reason),
-                });
+                configs.push(config);
                 plans.push(fplan);
             }
             Err(e) if is_permission(&e) => {
@@ -269,6 +267,7 @@ pub fn open_events(
         }
     }
 
+    configs.extend(unsampled);
     let mut rings: Vec<Sampler> = Vec::with_capacity(ncpu);
     let mut others = Vec::new();
     let mut ids = HashMap::new();

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub fn dcpi() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dcpi"))
@@ -138,4 +138,11 @@ pub fn sqlite(db: &Path) -> rusqlite::Connection {
 
 pub fn scalar(db: &Path, sql: &str) -> i64 {
     sqlite(db).query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+static LIVE: Mutex<()> = Mutex::new(());
+
+/// Live-sampling tests run one at a time so they do not steal each other's CPU.
+pub fn live() -> MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
