@@ -13,8 +13,23 @@ fn main() {
     match cli::run(args) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("dcpi: error: {e:#}");
+            eprintln!("dcpi: error: {}", message(&e));
             std::process::exit(2);
         }
     }
+}
+
+/// The error and its causes, skipping a cause whose text the message already holds.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }

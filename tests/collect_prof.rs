@@ -280,3 +280,30 @@ fn several_events_are_recorded_as_requested_and_used() {
         .unwrap();
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no event 'branch-misses'"));
 }
+
+#[test]
+fn stripped_executable_gets_procedures_from_eh_frame() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("stripped.db");
+    let out = collect(
+        &db,
+        &["-F", "5000", "--", &workload("loop-stripped"), "1000000000"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let procs = image_procedures(&prof_json(&db, &[]), "loop-stripped");
+    // No .symtab, no exported functions: main is known by its FDE's start.
+    let main_addr = {
+        use object::{Object, ObjectSymbol};
+        let data = std::fs::read(workload("loop")).unwrap();
+        let f = object::File::parse(&*data).unwrap();
+        let main = f.symbols().find(|s| s.name() == Ok("main")).unwrap();
+        main.address()
+    };
+    assert_eq!(procs[0].0, format!("fn_{main_addr:x}"), "{procs:?}");
+    assert!(share(&procs, &procs[0].0.clone()) > 0.95, "{procs:?}");
+}

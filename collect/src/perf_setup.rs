@@ -208,11 +208,11 @@ pub fn open_events(
     // sampled events, so event positions stay those of the open events.
     let mut unsampled: Vec<EventConfig> = Vec::new();
     let mut build_id = true;
-    for spec in specs {
-        let plan = plan_for(spec, rate);
-        let probe = |bid: bool| {
+    for requested in specs {
+        let mut spec = requested.clone();
+        let probe = |plan: &Plan, bid: bool| {
             builder(
-                &plan,
+                plan,
                 0,
                 pids[0],
                 target,
@@ -223,15 +223,32 @@ pub fn open_events(
             )
             .build()
         };
-        let mut result = probe(build_id);
+        let mut plan = plan_for(&spec, rate);
+        let mut result = probe(&plan, build_id);
         if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EINVAL)) && build_id {
             // Kernels before 5.12 reject build_id in MMAP2; read build-ids from files instead.
             build_id = false;
-            result = probe(false);
+            result = probe(&plan, false);
         }
+        // As perf does: a precise level the PMU lacks falls back to the next lower one.
+        let mut precise_note = None;
+        while matches!(&result, Err(e) if !is_permission(e)) && spec.precise > 0 {
+            spec.precise -= 1;
+            plan = plan_for(&spec, rate);
+            result = probe(&plan, build_id);
+            if result.is_ok() {
+                let note = format!(
+                    "precise level {} unavailable, using {}",
+                    requested.precise, spec.precise
+                );
+                warnings.push(format!("warning: {}: {note}", requested.display_name()));
+                precise_note = Some(note);
+            }
+        }
+        let spec = &spec;
         match result {
             Ok(_) => {
-                configs.push(config_for(spec.display_name(), &plan, None));
+                configs.push(config_for(requested.display_name(), &plan, precise_note));
                 plans.push(plan);
             }
             Err(e) if spec.is_hardware() && is_no_pmu(&e) => {
@@ -239,10 +256,10 @@ pub fn open_events(
                 let fallback = EventSpec::cpu_clock();
                 warnings.push(format!(
                     "warning: {} unavailable: {reason}; sampling cpu-clock instead",
-                    spec.display_name()
+                    requested.display_name()
                 ));
                 let fplan = plan_for(&fallback, rate);
-                let config = config_for(spec.display_name(), &fplan, Some(reason));
+                let config = config_for(requested.display_name(), &fplan, Some(reason));
                 if plans.iter().any(|p| p.spec == fallback) {
                     // Already sampling cpu-clock: record the request, open no second event.
                     unsampled.push(config);
@@ -259,7 +276,7 @@ pub fn open_events(
             }
             Err(e) => {
                 return Err(CollectError::PerfOpen {
-                    event: spec.display_name(),
+                    event: requested.display_name(),
                     cpu: 0,
                     source: e,
                 });

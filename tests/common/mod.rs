@@ -63,11 +63,14 @@ pub fn workloads() -> &'static Path {
             "-lwork",
             &format!("-Wl,-rpath,{}", out.display()),
         ]);
-        let st = Command::new("strip")
-            .arg(out.join("uselib"))
-            .status()
-            .unwrap();
-        assert!(st.success());
+        std::fs::copy(out.join("loop"), out.join("loop-stripped")).unwrap();
+        for stripped in ["uselib", "loop-stripped"] {
+            let st = Command::new("strip")
+                .arg(out.join(stripped))
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
         out
     })
 }
