@@ -7,7 +7,7 @@
 //! happens only at flush markers, never while the driver waits for a buffer.
 
 use crate::address_space::{AddressSpaces, Mapping, Resolved};
-use crate::db::writer::{FlushBatch, NewProcess, ProcessDelta, ProfileWriter};
+use crate::db::writer::{FlushBatch, LatencyDelta, NewProcess, ProcessDelta, ProfileWriter};
 use crate::error::Result;
 use crate::fast_hash::FastHash;
 use crate::images::{ImageRegistry, ImageSlot};
@@ -22,6 +22,8 @@ use std::sync::mpsc;
 pub enum DaemonMsg {
     Proc(ProcEvent),
     Samples(Handoff),
+    /// Latency buckets to add and the capture's (calls, unpaired, lost) so far.
+    Latency(Vec<LatencyDelta>, (u64, u64, u64)),
     /// Every table was drained before this marker: write everything now.
     Flush(Box<CollectorStats>),
     /// Last flush; the daemon returns after writing it.
@@ -58,6 +60,8 @@ pub struct Daemon {
     procs: HashMap<u32, ProcState, FastHash>,
     new_procs: Vec<(u32, NewProcess)>,
     counts: HashMap<(u32, ImageSlot, u64, u16), u64, FastHash>,
+    latency: Vec<LatencyDelta>,
+    latency_totals: Option<(u64, u64, u64)>,
     pub stats: DaemonStats,
 }
 
@@ -70,6 +74,8 @@ impl Daemon {
             procs: HashMap::default(),
             new_procs: Vec::new(),
             counts: HashMap::default(),
+            latency: Vec::new(),
+            latency_totals: None,
             stats: DaemonStats::default(),
         }
     }
@@ -82,6 +88,10 @@ impl Daemon {
             match msg {
                 DaemonMsg::Proc(e) => self.on_proc(e),
                 DaemonMsg::Samples(h) => self.merge(h),
+                DaemonMsg::Latency(rows, totals) => {
+                    self.latency.extend(rows);
+                    self.latency_totals = Some(totals);
+                }
                 DaemonMsg::Flush(stats) => {
                     self.flush(&stats)?;
                     last_stats = stats;
@@ -208,6 +218,8 @@ impl Daemon {
         let mut batch = FlushBatch {
             new_images: self.images.take_pending(),
             new_processes: std::mem::take(&mut self.new_procs),
+            latency: std::mem::take(&mut self.latency),
+            latency_totals: self.latency_totals,
             ..Default::default()
         };
         for (serial, _) in &batch.new_processes {

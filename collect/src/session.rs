@@ -75,68 +75,32 @@ pub fn collect(
     user_stop: &AtomicBool,
     on_warning: &dyn Fn(&str),
 ) -> Result<CollectOutcome> {
-    // 1. The database first: an unwritable path fails before anything runs.
-    let mut writer = ProfileWriter::open(&config.db_path)?;
-    let host = dcpi_models::host::read();
-    let clock = dcpi_models::core_clock::calibrate();
-    let kernel = KernelLayout::read();
+    let mut p = Prepared::new(&config.db_path, &config.mode)?;
     let include_kernel = config.include_kernel.unwrap_or_else(kernel_allowed);
-
-    // 2. The command, held before exec.
-    let argv = match &config.mode {
-        Mode::Command(a) => Some(a.clone()),
-        Mode::SystemWide(a) => a.clone(),
-        Mode::Pid(_) => None,
-    };
-    let held = argv.as_ref().map(|a| spawn_held(a)).transpose()?;
-    let target = match (&config.mode, &held) {
-        (Mode::Command(_), Some(h)) => Target::Command { pid: h.pid },
-        (Mode::Pid(p), _) => Target::Pid { pid: *p },
-        _ => Target::SystemWide,
-    };
-
-    // 3. The events.
     let events = match open_events(
         &config.events,
-        &target,
+        &p.target,
         config.rate,
         include_kernel,
         config.ring_bytes,
     ) {
         Ok(e) => e,
-        Err(e) => {
-            if let Some(h) = held {
-                h.abandon();
-            }
-            return Err(e);
-        }
+        Err(e) => return Err(p.abandon(e)),
     };
     for w in &events.warnings {
         on_warning(w);
     }
     let warnings = events.warnings.clone();
-    let run = RunInfo {
-        mode: match &config.mode {
-            Mode::Command(_) => "command",
-            Mode::Pid(_) => "pid",
-            Mode::SystemWide(_) => "system-wide",
-        }
-        .into(),
-        command: argv.as_ref().map(|a| a.join(" ")),
-        target_pid: match config.mode {
-            Mode::Pid(p) => Some(p as i64),
-            _ => held.as_ref().map(|h| h.pid as i64),
-        },
-        host,
-        kernel_build_id: kernel.build_id.clone(),
-        clock: Some(clock),
-    };
-    if let Err(e) = writer.begin_run(&run, &events.configs) {
-        if let Some(h) = held {
-            h.abandon();
-        }
-        return Err(e);
+    if let Err(e) = p.begin_run(&config.mode, &events.configs) {
+        return Err(p.abandon(e));
     }
+    let Prepared {
+        writer,
+        kernel,
+        argv,
+        held,
+        ..
+    } = p;
     let run_id = writer.run_id();
 
     // 4. Driver and daemon.
@@ -144,20 +108,143 @@ pub fn collect(
     let mut driver = Driver::new(events, tx, config.driver);
     match (&config.mode, &held, &argv) {
         (Mode::Command(_), Some(h), Some(a)) => {
-            let comm: String = a[0]
-                .rsplit('/')
-                .next()
-                .unwrap_or(&a[0])
-                .chars()
-                .take(15)
-                .collect();
-            driver.register_root(h.pid, &comm, &a.join(" "));
+            driver.register_root(h.pid, &root_comm(a), &a.join(" "))
         }
         (Mode::Pid(p), _, _) => driver.seed(&[*p]),
         (Mode::SystemWide(_), _, _) => driver.seed(&procfs::all_pids()),
         _ => {}
     }
-    let daemon = Daemon::new(writer, ImageRegistry::new(kernel));
+    let end = supervise(
+        Daemon::new(writer, ImageRegistry::new(kernel)),
+        rx,
+        move |stop| driver.run(stop),
+        held,
+        &config.mode,
+        config.duration,
+        user_stop,
+    )?;
+    let reader = crate::db::ProfileReader::open(&config.db_path)?;
+    let stats: std::collections::HashMap<String, i64> = reader.stats(run_id)?.into_iter().collect();
+    let get = |k: &str| stats.get(k).copied().unwrap_or(0) as u64;
+    Ok(CollectOutcome {
+        run_id,
+        exit_code: end.exit_code,
+        interrupted: end.interrupted,
+        duration: end.duration,
+        warnings,
+        samples: get("samples"),
+        lost: get("lost_records") + get("lost_samples"),
+        daemon: end.daemon,
+    })
+}
+
+/// What every kind of run sets up first: the database (an unwritable path
+/// fails before anything runs), host facts and the core clock, the kernel
+/// layout, and the command forked and held before its exec.
+pub(crate) struct Prepared {
+    pub writer: ProfileWriter,
+    pub host: dcpi_models::host::HostFacts,
+    pub clock: dcpi_models::core_clock::CoreClock,
+    pub kernel: KernelLayout,
+    pub argv: Option<Vec<String>>,
+    pub held: Option<crate::launcher::HeldChild>,
+    pub target: Target,
+}
+
+impl Prepared {
+    pub fn new(db_path: &std::path::Path, mode: &Mode) -> Result<Self> {
+        let writer = ProfileWriter::open(db_path)?;
+        let host = dcpi_models::host::read();
+        let clock = dcpi_models::core_clock::calibrate();
+        let kernel = KernelLayout::read();
+        let argv = match mode {
+            Mode::Command(a) => Some(a.clone()),
+            Mode::SystemWide(a) => a.clone(),
+            Mode::Pid(_) => None,
+        };
+        let held = argv.as_ref().map(|a| spawn_held(a)).transpose()?;
+        let target = match (mode, &held) {
+            (Mode::Command(_), Some(h)) => Target::Command { pid: h.pid },
+            (Mode::Pid(p), _) => Target::Pid { pid: *p },
+            _ => Target::SystemWide,
+        };
+        Ok(Prepared {
+            writer,
+            host,
+            clock,
+            kernel,
+            argv,
+            held,
+            target,
+        })
+    }
+
+    /// Records the run with its events.
+    pub fn begin_run(
+        &mut self,
+        mode: &Mode,
+        events: &[crate::db::writer::EventConfig],
+    ) -> Result<()> {
+        let run = RunInfo {
+            mode: match mode {
+                Mode::Command(_) => "command",
+                Mode::Pid(_) => "pid",
+                Mode::SystemWide(_) => "system-wide",
+            }
+            .into(),
+            command: self.argv.as_ref().map(|a| a.join(" ")),
+            target_pid: match mode {
+                Mode::Pid(p) => Some(*p as i64),
+                _ => self.held.as_ref().map(|h| h.pid as i64),
+            },
+            host: self.host.clone(),
+            kernel_build_id: self.kernel.build_id.clone(),
+            clock: Some(self.clock),
+        };
+        self.writer.begin_run(&run, events)
+    }
+
+    /// Kills the held command after a setup error, and returns the error.
+    pub fn abandon(self, e: CollectError) -> CollectError {
+        if let Some(h) = self.held {
+            h.abandon();
+        }
+        e
+    }
+}
+
+/// The command name a held child will have after its exec (as the kernel truncates it).
+pub(crate) fn root_comm(argv: &[String]) -> String {
+    argv[0]
+        .rsplit('/')
+        .next()
+        .unwrap_or(&argv[0])
+        .chars()
+        .take(15)
+        .collect()
+}
+
+/// How a supervised run ended.
+pub(crate) struct RunEnd {
+    pub exit_code: Option<i32>,
+    pub interrupted: bool,
+    pub duration: Duration,
+    pub daemon: DaemonStats,
+}
+
+/// Runs the daemon and a driver until the command exits, the attached
+/// process exits, `duration` passes or the user stops; then stops the
+/// driver (which drains and sends `Finish`), waits for the daemon's last
+/// flush, stops a command still running, and closes the run.
+pub(crate) fn supervise(
+    daemon: Daemon,
+    rx: mpsc::Receiver<crate::daemon::DaemonMsg>,
+    driver: impl FnOnce(Arc<AtomicBool>) + Send + 'static,
+    held: Option<crate::launcher::HeldChild>,
+    mode: &Mode,
+    duration: Option<Duration>,
+    user_stop: &AtomicBool,
+) -> Result<RunEnd> {
     let daemon_thread = std::thread::Builder::new()
         .name("dcpi-daemon".into())
         .spawn(move || daemon.run(rx))
@@ -169,13 +256,12 @@ pub fn collect(
     let ds = driver_stop.clone();
     let driver_thread = std::thread::Builder::new()
         .name("dcpi-driver".into())
-        .spawn(move || driver.run(ds))
+        .spawn(move || driver(ds))
         .map_err(|source| CollectError::Io {
             what: "starting the driver thread".into(),
             source,
         })?;
 
-    // 5. Run.
     let started = Instant::now();
     let child = match held {
         Some(h) => match h.release() {
@@ -203,9 +289,9 @@ pub fn collect(
                 break;
             }
         }
-        if let Mode::Pid(p) = config.mode {
+        if let Mode::Pid(p) = mode {
             // SAFETY: signal 0 only checks existence.
-            if unsafe { libc::kill(p as i32, 0) } != 0 {
+            if unsafe { libc::kill(*p as i32, 0) } != 0 {
                 break;
             }
         }
@@ -213,7 +299,7 @@ pub fn collect(
             interrupted = true;
             break;
         }
-        if config.duration.is_some_and(|d| started.elapsed() >= d) {
+        if duration.is_some_and(|d| started.elapsed() >= d) {
             break;
         }
         if daemon_thread.is_finished() {
@@ -222,13 +308,13 @@ pub fn collect(
         std::thread::sleep(Duration::from_millis(5));
     }
 
-    // 6. Stop sampling, drain every buffer, commit.
+    // Stop the driver, drain every buffer, commit.
     driver_stop.store(true, Ordering::Release);
     let _ = driver_thread.join();
     let joined = daemon_thread.join();
-    let duration = started.elapsed();
+    let elapsed = started.elapsed();
 
-    // 7. A command still running (Ctrl-C, --duration) is asked to stop.
+    // A command still running (Ctrl-C, --duration) is asked to stop.
     if let (Some(pid), None) = (child, status) {
         status = Some(terminate(pid));
     }
@@ -241,18 +327,11 @@ pub fn collect(
         }
     };
     let clock_end = dcpi_models::core_clock::calibrate();
-    writer.end_run(status, interrupted, duration.as_secs_f64(), Some(clock_end))?;
-    let reader = crate::db::ProfileReader::open(&config.db_path)?;
-    let stats: std::collections::HashMap<String, i64> = reader.stats(run_id)?.into_iter().collect();
-    let get = |k: &str| stats.get(k).copied().unwrap_or(0) as u64;
-    Ok(CollectOutcome {
-        run_id,
+    writer.end_run(status, interrupted, elapsed.as_secs_f64(), Some(clock_end))?;
+    Ok(RunEnd {
         exit_code: status,
         interrupted,
-        duration,
-        warnings,
-        samples: get("samples"),
-        lost: get("lost_records") + get("lost_samples"),
+        duration: elapsed,
         daemon: daemon_stats,
     })
 }

@@ -82,11 +82,22 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
         .map_err(|e| unwritable(e.to_string()))?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    if !exists {
+    if exists {
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version == 1 {
+            let tx = conn
+                .unchecked_transaction()
+                .map_err(|e| unwritable(e.to_string()))?;
+            tx.execute_batch(schema::MIGRATE_1_TO_2)?;
+            tx.pragma_update(None, "user_version", 2)?;
+            tx.commit().map_err(|e| unwritable(e.to_string()))?;
+        }
+    } else {
         let tx = conn
             .unchecked_transaction()
             .map_err(|e| unwritable(e.to_string()))?;
         tx.execute_batch(schema::CREATE)?;
+        tx.execute_batch(schema::LATENCY_TABLES)?;
         tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
         tx.pragma_update(None, "user_version", schema::SCHEMA_VERSION)?;
         tx.execute(
@@ -188,6 +199,31 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("does not exist"));
+    }
+
+    #[test]
+    fn upgrades_a_version_1_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v1.db");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(schema::CREATE).unwrap();
+        c.pragma_update(None, "application_id", schema::APPLICATION_ID)
+            .unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        drop(c);
+        let c = open_for_write(&p).unwrap();
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 2);
+        let n: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'latency_buckets'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1);
     }
 
     #[test]

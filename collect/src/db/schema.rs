@@ -7,9 +7,12 @@
 //! base for modules (`'module'`), and the raw address for `[unknown]`
 //! (`'absolute'`); offsets are stored as the 64-bit pattern in SQLite's signed
 //! INTEGER.
+//!
+//! Version 2 added the latency tables (OSprof profiles); a version 1 file is
+//! upgraded in place when opened for writing ([`MIGRATE_1_TO_2`]).
 
 /// Schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// PRAGMA application_id of dcpi databases: "DCPI".
 pub const APPLICATION_ID: i64 = 0x4443_5049;
@@ -110,3 +113,39 @@ CREATE TABLE collector_stats (
     PRIMARY KEY (run_id, name)
 );
 "#;
+
+/// Latency profiles (`dcpi latency`): one set per capture, log2 buckets of
+/// CPU cycles per (process, operation, interval).
+pub const LATENCY_TABLES: &str = r#"
+CREATE TABLE latency_sets (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    epoch_id    INTEGER NOT NULL REFERENCES epochs(id),
+    source      TEXT NOT NULL,
+    resolution  INTEGER NOT NULL,
+    interval_s  REAL,
+    core_hz     REAL NOT NULL,
+    calls       INTEGER NOT NULL DEFAULT 0,
+    unpaired    INTEGER NOT NULL DEFAULT 0,
+    lost        INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE latency_buckets (
+    set_id       INTEGER NOT NULL REFERENCES latency_sets(id),
+    process_id   INTEGER NOT NULL REFERENCES processes(id),
+    operation    TEXT NOT NULL,
+    interval     INTEGER NOT NULL,
+    bucket       INTEGER NOT NULL,
+    count        INTEGER NOT NULL,
+    total_cycles INTEGER NOT NULL,
+    PRIMARY KEY (set_id, process_id, operation, interval, bucket)
+) WITHOUT ROWID;
+CREATE TABLE host_times (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name   TEXT NOT NULL,
+    cycles REAL NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+"#;
+
+/// Upgrade of a version 1 database.
+pub const MIGRATE_1_TO_2: &str = LATENCY_TABLES;

@@ -80,9 +80,16 @@ pub struct ProcessDelta {
 /// A count to add: (process serial, image slot, offset, event position, n).
 pub type CountDelta = (u32, u32, u64, u16, u64);
 
+/// One latency bucket to add: (process serial, operation, interval, bucket, count, cycles).
+pub type LatencyDelta = (u32, String, u32, i32, u64, u64);
+
 /// Everything one flush writes.
 #[derive(Debug, Default)]
 pub struct FlushBatch {
+    /// Latency buckets of the current latency set (see [`ProfileWriter::begin_latency_set`]).
+    pub latency: Vec<LatencyDelta>,
+    /// (calls, unpaired, lost) so far, absolute, for the latency set.
+    pub latency_totals: Option<(u64, u64, u64)>,
     pub new_images: Vec<(u32, NewImage)>,
     pub new_processes: Vec<(u32, NewProcess)>,
     pub process_deltas: Vec<(u32, ProcessDelta)>,
@@ -98,6 +105,7 @@ pub struct ProfileWriter {
     conn: Connection,
     run_id: i64,
     epoch_id: i64,
+    latency_set: Option<i64>,
     event_ids: Vec<i64>,
     process_ids: HashMap<u32, i64>,
     image_ids: HashMap<u32, i64>,
@@ -110,6 +118,7 @@ impl ProfileWriter {
             conn: open_for_write(path)?,
             run_id: 0,
             epoch_id: 0,
+            latency_set: None,
             event_ids: Vec::new(),
             process_ids: HashMap::new(),
             image_ids: HashMap::new(),
@@ -298,11 +307,78 @@ impl ProfileWriter {
                 )?;
             }
         }
+        if let Some(set) = self.latency_set {
+            let mut upsert = tx.prepare_cached(
+                "INSERT INTO latency_buckets(set_id, process_id, operation, interval, bucket, count, total_cycles)
+                 VALUES (?1,?2,?3,?4,?5,?6,?7)
+                 ON CONFLICT DO UPDATE SET count = count + excluded.count,
+                     total_cycles = total_cycles + excluded.total_cycles",
+            )?;
+            for (serial, op, interval, bucket, count, cycles) in &batch.latency {
+                let Some(&pid) = self.process_ids.get(serial) else {
+                    continue;
+                };
+                upsert.execute(params![
+                    set,
+                    pid,
+                    op,
+                    interval,
+                    bucket,
+                    *count as i64,
+                    *cycles as i64
+                ])?;
+            }
+            if let Some((calls, unpaired, lost)) = batch.latency_totals {
+                tx.execute(
+                    "UPDATE latency_sets SET calls = ?1, unpaired = ?2, lost = ?3 WHERE id = ?4",
+                    params![calls as i64, unpaired as i64, lost as i64, set],
+                )?;
+            }
+        }
         for (name, value) in &batch.stats {
             tx.execute(
                 "INSERT INTO collector_stats(run_id, name, value) VALUES (?1,?2,?3)
                  ON CONFLICT DO UPDATE SET value = excluded.value",
                 params![self.run_id, name, *value as i64],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Starts a latency profile set in the current run's epoch.
+    pub fn begin_latency_set(
+        &mut self,
+        source: &str,
+        resolution: u32,
+        interval_s: Option<f64>,
+        core_hz: f64,
+    ) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO latency_sets(run_id, epoch_id, source, resolution, interval_s, core_hz)
+             VALUES (?1,?2,?3,?4,?5,?6)",
+            params![
+                self.run_id,
+                self.epoch_id,
+                source,
+                resolution,
+                interval_s,
+                core_hz
+            ],
+        )?;
+        let id = self.conn.last_insert_rowid();
+        self.latency_set = Some(id);
+        Ok(id)
+    }
+
+    /// Stores characteristic times of the host (context switch, timer tick, ...), in cycles.
+    pub fn write_host_times(&mut self, times: &[(String, f64)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for (name, cycles) in times {
+            tx.execute(
+                "INSERT INTO host_times(run_id, name, cycles) VALUES (?1,?2,?3)
+                 ON CONFLICT DO UPDATE SET cycles = excluded.cycles",
+                params![self.run_id, name, cycles],
             )?;
         }
         tx.commit()?;
