@@ -19,6 +19,7 @@ pub mod demangle;
 pub mod elf_symbols;
 pub mod error;
 pub mod kernel_symbols;
+pub mod latency;
 pub mod prof;
 pub mod symbolizer;
 pub mod views;

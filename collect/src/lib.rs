@@ -43,6 +43,7 @@ pub mod fast_hash;
 pub mod hashtable;
 pub mod images;
 pub mod kernel;
+pub mod latency;
 pub mod launcher;
 pub mod overflow;
 pub mod perf_setup;

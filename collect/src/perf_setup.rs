@@ -334,20 +334,7 @@ pub fn open_events(
                         ring = Some(s);
                     }
                     Some(r) => {
-                        // SAFETY: both are valid perf event fds on the same CPU.
-                        let rc = unsafe {
-                            libc::ioctl(
-                                counter.as_raw_fd(),
-                                perf_event_open_sys::bindings::SET_OUTPUT as _,
-                                r.as_raw_fd(),
-                            )
-                        };
-                        if rc != 0 {
-                            return Err(CollectError::PerfSetup {
-                                what: format!("sharing the ring of cpu {cpu}"),
-                                source: std::io::Error::last_os_error(),
-                            });
-                        }
+                        share_ring(&counter, r, cpu)?;
                         others.push(counter);
                     }
                 }
@@ -366,6 +353,25 @@ pub fn open_events(
         jitter_fds,
         kernel_included: include_kernel,
     })
+}
+
+/// Makes `counter` write into `ring` (PERF_EVENT_IOC_SET_OUTPUT; same CPU).
+pub fn share_ring(counter: &Counter, ring: &Sampler, cpu: usize) -> Result<()> {
+    // SAFETY: both are valid perf event fds on the same CPU.
+    let rc = unsafe {
+        libc::ioctl(
+            counter.as_raw_fd(),
+            perf_event_open_sys::bindings::SET_OUTPUT as _,
+            ring.as_raw_fd(),
+        )
+    };
+    if rc != 0 {
+        return Err(CollectError::PerfSetup {
+            what: format!("sharing the ring of cpu {cpu}"),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
 }
 
 /// Sets a new sampling period on an event fd (PERF_EVENT_IOC_PERIOD).

@@ -25,3 +25,4 @@
 
 pub mod core_clock;
 pub mod host;
+pub mod host_times;

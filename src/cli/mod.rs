@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch.
 
 mod collect;
+mod latency;
 mod prof;
 mod signals;
 
@@ -31,6 +32,8 @@ pub enum Command {
     Collect(collect::CollectArgs),
     /// Where the samples are: images, procedures, processes, statistics of run.
     Prof(prof::ProfArgs),
+    /// OSprof latency profiles of system calls: capture (`-- CMD`), `show`, `compare`.
+    Latency(latency::LatencyArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -38,5 +41,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Collect(a) => collect::run(a),
         Command::Prof(a) => prof::run(a),
+        Command::Latency(a) => latency::run(a),
     }
 }

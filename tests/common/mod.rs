@@ -34,6 +34,13 @@ pub fn workloads() -> &'static Path {
                 .expect("gcc is needed for the tests");
             assert!(st.success(), "gcc {args:?}");
         };
+        cc(&[
+            "-O1",
+            "-pthread",
+            "-o",
+            out.join("flock").to_str().unwrap(),
+            "flock.c",
+        ]);
         for w in ["loop", "call", "btree"] {
             cc(&[
                 "-O1",

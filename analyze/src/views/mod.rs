@@ -1,2 +1,4 @@
 //! Views: renderings of the models, text for people (JSON is the models' serde form).
+pub mod latency_svg;
+pub mod latency_text;
 pub mod prof_text;
