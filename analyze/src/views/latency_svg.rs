@@ -19,8 +19,8 @@ pub fn op_svg(op: &OpProfile, resolution: u32, core_hz: f64) -> String {
         return String::new();
     };
     let n = (hi - lo + 1) as f64;
-    let (w, h, left, bottom, top) = (760.0, 360.0, 60.0, 60.0, 40.0);
-    let bw = (w - left - 20.0) / n;
+    let (w, h, left, bottom, top) = (780.0, 380.0, 60.0, 70.0, 40.0);
+    let bw = (w - left - 50.0) / n;
     let max = op.buckets.values().copied().max().unwrap_or(1) as f64;
     let y = |c: f64| {
         let frac = if c <= 0.0 {
@@ -70,7 +70,7 @@ pub fn op_svg(op: &OpProfile, resolution: u32, core_hz: f64) -> String {
         s,
         r#"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="black"/>"#,
         h - bottom,
-        w - 20.0
+        w - 50.0
     );
     let _ = writeln!(s, r#"<text x="10" y="{top}">calls (log)</text>"#);
     s.push_str("</svg>\n");
