@@ -1,0 +1,601 @@
+//! From a decoded instruction (iced-x86) to what the pipeline model needs:
+//! its execution class, the registers it reads and writes, its load and
+//! store, and the idioms that change how it executes (zero idioms, movable
+//! moves, macro-fusible compares, stack-engine operations).
+
+use iced_x86::{
+    FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+};
+
+/// Every class a machine description must define.
+pub const CLASSES: &[&str] = &[
+    "alu",
+    "mov",
+    "lea",
+    "lea3",
+    "shift",
+    "rotate_cl",
+    "cmov",
+    "setcc",
+    "bitcount",
+    "imul",
+    "mul_wide",
+    "div32",
+    "div64",
+    "branch",
+    "call",
+    "ret",
+    "nop",
+    "locked",
+    "load",
+    "store_addr",
+    "store_data",
+    "vec_load",
+    "vec_alu",
+    "vec_mov",
+    "vec_shuffle",
+    "vec_lane_cross",
+    "vec_imul",
+    "vec_imul_narrow",
+    "fp_add",
+    "fp_mul",
+    "fma",
+    "fp_div",
+    "fp_sqrt",
+    "cvt",
+    "gpr_vec",
+    "vec512_alu",
+    "vec512_fp",
+];
+
+/// A register as the dependency tracker sees it (full width; FLAGS = 1000).
+pub type Reg = u16;
+pub const FLAGS: Reg = 1000;
+
+/// A memory operand's address expression (for store-to-load forwarding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemAddr {
+    pub base: Register,
+    pub index: Register,
+    pub scale: u32,
+    pub disp: u64,
+    pub size: usize,
+}
+
+/// What the model needs of one instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    /// Execution class (`nop` = no execution µop: pure loads, stores, eliminated moves).
+    pub class: &'static str,
+    /// Registers read by the execution µop.
+    pub reads: Vec<Reg>,
+    /// Registers read to form the address.
+    pub addr_reads: Vec<Reg>,
+    /// Registers written.
+    pub writes: Vec<Reg>,
+    pub load: Option<MemAddr>,
+    pub store: Option<MemAddr>,
+    pub vector_mem: bool,
+    /// xor r,r and friends: no execution, no input dependency.
+    pub zero_idiom: bool,
+    /// A register-to-register move the renamer can eliminate.
+    pub movable: bool,
+    /// `add/sub reg, imm` (some cores fold these at rename).
+    pub imm_add: bool,
+    /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
+    pub fusible: bool,
+    pub cond_branch: bool,
+    /// The class was guessed (mnemonic not in the tables).
+    pub unknown: bool,
+    pub len: usize,
+}
+
+fn is_vec(r: Register) -> bool {
+    r.is_xmm() || r.is_ymm() || r.is_zmm()
+}
+
+fn full(r: Register) -> Reg {
+    if r.is_gpr() || is_vec(r) {
+        r.full_register() as Reg
+    } else {
+        r as Reg
+    }
+}
+
+fn any_zmm(i: &Instruction) -> bool {
+    (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && i.op_register(k).is_zmm())
+}
+
+fn any_vec(i: &Instruction) -> bool {
+    (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && is_vec(i.op_register(k)))
+}
+
+fn any_gpr(i: &Instruction) -> bool {
+    (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register && i.op_register(k).is_gpr())
+}
+
+fn starts(m: &str, prefixes: &[&str]) -> bool {
+    prefixes.iter().any(|p| m.starts_with(p))
+}
+
+/// The execution class of a vector/FP mnemonic (lower case, without the AVX `v`).
+fn vector_class(m: &str, zmm: bool) -> Option<&'static str> {
+    let fp = |c: &'static str| Some(if zmm { "vec512_fp" } else { c });
+    let int = |c: &'static str| Some(if zmm { "vec512_alu" } else { c });
+    if starts(m, &["fmadd", "fmsub", "fnmadd", "fnmsub"]) {
+        return fp("fma");
+    }
+    if starts(
+        m,
+        &["add", "sub", "max", "min", "cmp", "hadd", "hsub", "round"],
+    ) && (m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd"))
+    {
+        return fp("fp_add");
+    }
+    if starts(m, &["mul"])
+        && (m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd"))
+    {
+        return fp("fp_mul");
+    }
+    if starts(m, &["div"])
+        && (m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd"))
+    {
+        return Some("fp_div");
+    }
+    if starts(m, &["sqrt", "rsqrt", "rcp"]) {
+        return Some("fp_sqrt");
+    }
+    if starts(m, &["cvt", "comis", "ucomis"]) {
+        return Some(if m.contains("comis") { "fp_add" } else { "cvt" });
+    }
+    if starts(m, &["pmulld", "pmullq"]) {
+        return int("vec_imul");
+    }
+    if starts(m, &["pmul", "pmadd"]) {
+        return int("vec_imul_narrow");
+    }
+    if starts(
+        m,
+        &[
+            "perm",
+            "broadcast",
+            "pbroadcast",
+            "insertf128",
+            "inserti128",
+            "extractf128",
+            "extracti128",
+            "perm2",
+            "insertf",
+            "inserti",
+            "extractf",
+            "extracti",
+            "gather",
+            "compress",
+            "expand",
+        ],
+    ) {
+        return int("vec_lane_cross");
+    }
+    if starts(
+        m,
+        &[
+            "pshuf",
+            "shuf",
+            "unpck",
+            "punpck",
+            "palignr",
+            "insertps",
+            "pblendv",
+            "blendv",
+            "packs",
+            "packu",
+            "pmovzx",
+            "pmovsx",
+            "movhl",
+            "movlh",
+            "movddup",
+            "movshdup",
+            "movsldup",
+            "pextr",
+            "pinsr",
+            "extractps",
+            "psrldq",
+            "pslldq",
+        ],
+    ) {
+        return int("vec_shuffle");
+    }
+    if starts(
+        m,
+        &["mova", "movu", "movdq", "movs", "movnt", "movhp", "movlp"],
+    ) && !starts(m, &["movsb", "movsw", "movsd_", "movsq"])
+    {
+        return int("vec_mov");
+    }
+    if starts(
+        m,
+        &[
+            "padd", "psub", "pand", "por", "pxor", "pcmp", "pmax", "pmin", "pavg", "psll", "psrl",
+            "psra", "pabs", "psign", "and", "or", "xor", "blend", "pblend", "ptest", "pternlog",
+            "movmsk", "pmovmsk", "kmov", "kand", "kor", "kxor", "knot",
+        ],
+    ) {
+        return int("vec_alu");
+    }
+    None
+}
+
+fn mem_addr(i: &Instruction) -> MemAddr {
+    MemAddr {
+        base: i.memory_base(),
+        index: i.memory_index(),
+        scale: i.memory_index_scale(),
+        disp: i.memory_displacement64(),
+        size: i.memory_size().size(),
+    }
+}
+
+/// Analyzes one instruction.
+pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
+    let m = format!("{:?}", i.mnemonic()).to_ascii_lowercase();
+    let ii = info.info(i);
+    let stack_op = matches!(
+        i.mnemonic(),
+        Mnemonic::Push | Mnemonic::Pop | Mnemonic::Call | Mnemonic::Ret
+    );
+    let base = i.memory_base();
+    let index = i.memory_index();
+    let has_mem = (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory);
+    let mut reads = Vec::new();
+    let mut addr_reads = Vec::new();
+    let mut writes = Vec::new();
+    for u in ii.used_registers() {
+        let r = u.register();
+        if stack_op && r.full_register() == Register::RSP {
+            continue; // the stack engine tracks rsp outside the out-of-order core
+        }
+        if r == Register::RIP || r == Register::None {
+            continue;
+        }
+        let reg = full(r);
+        let is_addr =
+            has_mem && (r == base || r == index) && !matches!(i.mnemonic(), Mnemonic::Lea);
+        match u.access() {
+            OpAccess::Read | OpAccess::CondRead => {
+                if is_addr {
+                    addr_reads.push(reg)
+                } else {
+                    reads.push(reg)
+                }
+            }
+            OpAccess::Write | OpAccess::CondWrite => writes.push(reg),
+            OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
+                reads.push(reg);
+                writes.push(reg);
+            }
+            _ => {}
+        }
+    }
+    if i.rflags_read() != 0 {
+        reads.push(FLAGS);
+    }
+    if i.rflags_written() != 0 || i.rflags_cleared() != 0 || i.rflags_set() != 0 {
+        writes.push(FLAGS);
+    }
+    // Partial writes of 8/16-bit registers merge with the old value.
+    for k in 0..i.op_count() {
+        if i.op_kind(k) == OpKind::Register {
+            let r = i.op_register(k);
+            if r.is_gpr8() || r.is_gpr16() {
+                let f = full(r);
+                if writes.contains(&f) && !reads.contains(&f) {
+                    reads.push(f);
+                }
+            }
+        }
+    }
+    let mut load = None;
+    let mut store = None;
+    for u in ii.used_memory() {
+        match u.access() {
+            OpAccess::Read | OpAccess::CondRead => load = Some(mem_addr(i)),
+            OpAccess::Write | OpAccess::CondWrite => store = Some(mem_addr(i)),
+            OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
+                load = Some(mem_addr(i));
+                store = Some(mem_addr(i));
+            }
+            _ => {}
+        }
+    }
+    if matches!(i.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) {
+        load = None;
+        store = None;
+    }
+    let vector_mem = has_mem && (i.memory_size().size() >= 16 || any_vec(i));
+    let same_regs = i.op_count() >= 2
+        && i.op0_kind() == OpKind::Register
+        && i.op1_kind() == OpKind::Register
+        && i.op0_register() == i.op1_register()
+        && (i.op_count() == 2
+            || (i.op_count() == 3
+                && i.op2_kind() == OpKind::Register
+                && i.op2_register() == i.op1_register()));
+    let zero_idiom = same_regs
+        && matches!(
+            i.mnemonic(),
+            Mnemonic::Xor
+                | Mnemonic::Sub
+                | Mnemonic::Pxor
+                | Mnemonic::Vpxor
+                | Mnemonic::Xorps
+                | Mnemonic::Vxorps
+                | Mnemonic::Xorpd
+                | Mnemonic::Vxorpd
+                | Mnemonic::Psubd
+                | Mnemonic::Vpsubd
+                | Mnemonic::Psubq
+                | Mnemonic::Vpsubq
+                | Mnemonic::Vpxord
+                | Mnemonic::Vpxorq
+        );
+    let reg_reg =
+        i.op_count() == 2 && i.op0_kind() == OpKind::Register && i.op1_kind() == OpKind::Register;
+    let movable = reg_reg
+        && match i.mnemonic() {
+            Mnemonic::Mov => i.op0_register().size() >= 4 && i.op1_register().size() >= 4,
+            Mnemonic::Movaps
+            | Mnemonic::Movapd
+            | Mnemonic::Movups
+            | Mnemonic::Movdqa
+            | Mnemonic::Movdqu
+            | Mnemonic::Vmovaps
+            | Mnemonic::Vmovapd
+            | Mnemonic::Vmovups
+            | Mnemonic::Vmovdqa
+            | Mnemonic::Vmovdqu => true,
+            _ => false,
+        };
+    let imm_add = matches!(i.mnemonic(), Mnemonic::Add | Mnemonic::Sub)
+        && i.op0_kind() == OpKind::Register
+        && matches!(
+            i.op1_kind(),
+            OpKind::Immediate8
+                | OpKind::Immediate8to32
+                | OpKind::Immediate8to64
+                | OpKind::Immediate32
+                | OpKind::Immediate32to64
+        );
+    let fusible = matches!(
+        i.mnemonic(),
+        Mnemonic::Cmp
+            | Mnemonic::Test
+            | Mnemonic::Add
+            | Mnemonic::Sub
+            | Mnemonic::And
+            | Mnemonic::Inc
+            | Mnemonic::Dec
+    ) && !(has_mem
+        && matches!(
+            i.op1_kind(),
+            OpKind::Immediate8
+                | OpKind::Immediate8to32
+                | OpKind::Immediate8to64
+                | OpKind::Immediate32
+                | OpKind::Immediate32to64
+                | OpKind::Immediate16
+        ));
+    let cond_branch = i.flow_control() == FlowControl::ConditionalBranch;
+
+    let mut unknown = false;
+    let class: &'static str = if i.has_lock_prefix() || (i.mnemonic() == Mnemonic::Xchg && has_mem)
+    {
+        "locked"
+    } else {
+        match i.flow_control() {
+            FlowControl::ConditionalBranch
+            | FlowControl::UnconditionalBranch
+            | FlowControl::IndirectBranch => "branch",
+            FlowControl::Call | FlowControl::IndirectCall => "call",
+            FlowControl::Return => "ret",
+            _ => match i.mnemonic() {
+                Mnemonic::Nop
+                | Mnemonic::Endbr64
+                | Mnemonic::Endbr32
+                | Mnemonic::Push
+                | Mnemonic::Pop
+                | Mnemonic::Prefetcht0
+                | Mnemonic::Prefetcht1
+                | Mnemonic::Prefetcht2
+                | Mnemonic::Prefetchnta
+                | Mnemonic::Prefetchw => "nop",
+                Mnemonic::Mov | Mnemonic::Movzx | Mnemonic::Movsx | Mnemonic::Movsxd => {
+                    if has_mem {
+                        "nop" // the load or store µops do the work
+                    } else if i.mnemonic() == Mnemonic::Mov {
+                        "mov"
+                    } else {
+                        "alu"
+                    }
+                }
+                Mnemonic::Lea => {
+                    let three = i.memory_base() != Register::None
+                        && i.memory_index() != Register::None
+                        && i.memory_displacement64() != 0;
+                    if three {
+                        "lea3"
+                    } else {
+                        "lea"
+                    }
+                }
+                Mnemonic::Add
+                | Mnemonic::Sub
+                | Mnemonic::And
+                | Mnemonic::Or
+                | Mnemonic::Xor
+                | Mnemonic::Adc
+                | Mnemonic::Sbb
+                | Mnemonic::Cmp
+                | Mnemonic::Test
+                | Mnemonic::Inc
+                | Mnemonic::Dec
+                | Mnemonic::Neg
+                | Mnemonic::Not
+                | Mnemonic::Xchg
+                | Mnemonic::Bt
+                | Mnemonic::Bts
+                | Mnemonic::Btr
+                | Mnemonic::Btc
+                | Mnemonic::Cdq
+                | Mnemonic::Cqo
+                | Mnemonic::Cdqe
+                | Mnemonic::Cwde
+                | Mnemonic::Bswap
+                | Mnemonic::Andn
+                | Mnemonic::Blsi
+                | Mnemonic::Blsr
+                | Mnemonic::Blsmsk
+                | Mnemonic::Clc
+                | Mnemonic::Stc
+                | Mnemonic::Cmc => "alu",
+                Mnemonic::Shl
+                | Mnemonic::Shr
+                | Mnemonic::Sar
+                | Mnemonic::Rol
+                | Mnemonic::Ror
+                | Mnemonic::Shld
+                | Mnemonic::Shrd
+                | Mnemonic::Sal
+                | Mnemonic::Shlx
+                | Mnemonic::Shrx
+                | Mnemonic::Sarx
+                | Mnemonic::Rorx => {
+                    let cl = (0..i.op_count()).any(|k| {
+                        i.op_kind(k) == OpKind::Register && i.op_register(k) == Register::CL
+                    });
+                    if cl {
+                        "rotate_cl"
+                    } else {
+                        "shift"
+                    }
+                }
+                Mnemonic::Popcnt
+                | Mnemonic::Lzcnt
+                | Mnemonic::Tzcnt
+                | Mnemonic::Bsf
+                | Mnemonic::Bsr
+                | Mnemonic::Pdep
+                | Mnemonic::Pext => "bitcount",
+                Mnemonic::Imul if i.op_count() >= 2 => "imul",
+                Mnemonic::Imul | Mnemonic::Mul | Mnemonic::Mulx => "mul_wide",
+                Mnemonic::Div | Mnemonic::Idiv => {
+                    let size = if has_mem {
+                        i.memory_size().size()
+                    } else {
+                        i.op0_register().size()
+                    };
+                    if size >= 8 {
+                        "div64"
+                    } else {
+                        "div32"
+                    }
+                }
+                _ if m.starts_with("cmov") => "cmov",
+                _ if m.starts_with("set") => "setcc",
+                Mnemonic::Movd | Mnemonic::Movq | Mnemonic::Vmovd | Mnemonic::Vmovq
+                    if any_gpr(i) && any_vec(i) =>
+                {
+                    "gpr_vec"
+                }
+                Mnemonic::Movd | Mnemonic::Movq | Mnemonic::Vmovd | Mnemonic::Vmovq => {
+                    if has_mem {
+                        "nop"
+                    } else {
+                        "vec_mov"
+                    }
+                }
+                _ => {
+                    let bare = m
+                        .strip_prefix('v')
+                        .filter(|_| i.code().encoding() != iced_x86::EncodingKind::Legacy)
+                        .unwrap_or(&m);
+                    match vector_class(bare, any_zmm(i)) {
+                        Some("vec_mov") if has_mem => "nop",
+                        Some(c) => c,
+                        None => {
+                            unknown = true;
+                            "alu"
+                        }
+                    }
+                }
+            },
+        }
+    };
+    Shape {
+        class,
+        reads,
+        addr_reads,
+        writes,
+        load,
+        store,
+        vector_mem,
+        zero_idiom,
+        movable,
+        imm_add,
+        fusible,
+        cond_branch,
+        unknown,
+        len: i.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::{Decoder, DecoderOptions};
+
+    fn one(bytes: &[u8]) -> Shape {
+        let mut d = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);
+        let i = d.decode();
+        shape(&i, &mut InstructionInfoFactory::new())
+    }
+
+    #[test]
+    fn classes_and_dependencies() {
+        let add = one(&[0x48, 0x01, 0xd8]); // add rax, rbx
+        assert_eq!(add.class, "alu");
+        assert!(
+            add.reads.contains(&(Register::RAX as Reg))
+                && add.reads.contains(&(Register::RBX as Reg))
+        );
+        assert!(add.writes.contains(&(Register::RAX as Reg)) && add.writes.contains(&FLAGS));
+        assert!(add.fusible);
+        let xor = one(&[0x31, 0xc0]); // xor eax, eax
+        assert!(xor.zero_idiom);
+        let imul = one(&[0x48, 0x0f, 0xaf, 0xc3]); // imul rax, rbx
+        assert_eq!(imul.class, "imul");
+        let load = one(&[0x48, 0x8b, 0x07]); // mov rax, [rdi]
+        assert_eq!(load.class, "nop");
+        assert!(load.load.is_some() && load.store.is_none());
+        assert_eq!(load.addr_reads, vec![Register::RDI as Reg]);
+        let store = one(&[0x48, 0x89, 0x07]); // mov [rdi], rax
+        assert!(store.store.is_some() && store.load.is_none());
+        let addm = one(&[0x48, 0x03, 0x07]); // add rax, [rdi]
+        assert_eq!(addm.class, "alu");
+        assert!(addm.load.is_some());
+        let div = one(&[0x48, 0xf7, 0xf1]); // div rcx
+        assert_eq!(div.class, "div64");
+        let jne = one(&[0x75, 0xfe]);
+        assert_eq!(jne.class, "branch");
+        assert!(jne.cond_branch && jne.reads.contains(&FLAGS));
+        let fma = one(&[0xc4, 0xe2, 0xf1, 0xa9, 0xc2]); // vfmadd213sd xmm0, xmm1, xmm2
+        assert_eq!(fma.class, "fma");
+        let addsd = one(&[0xf2, 0x0f, 0x58, 0xc1]); // addsd xmm0, xmm1
+        assert_eq!(addsd.class, "fp_add");
+        let mov = one(&[0x48, 0x89, 0xd8]); // mov rax, rbx
+        assert!(mov.movable);
+        let addi = one(&[0x48, 0x83, 0xc0, 0x01]); // add rax, 1
+        assert!(addi.imm_add);
+        let push = one(&[0x53]); // push rbx
+        assert!(push.store.is_some() && !push.reads.contains(&(Register::RSP as Reg)));
+    }
+}

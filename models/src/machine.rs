@@ -1,0 +1,176 @@
+//! Machine descriptions: one TOML file per microarchitecture in
+//! `models/machines/` (bundled into the binary), each figure with its source.
+
+use crate::classify::CLASSES;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// How one instruction class executes.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct ClassCost {
+    /// Ports any one of which can execute the class's µop (empty: no execution µop).
+    pub ports: Vec<String>,
+    /// Cycles from issue to result.
+    pub latency: u32,
+    /// Cycles the port stays busy (1 = pipelined; dividers more).
+    #[serde(default = "one")]
+    pub occupancy: u32,
+    /// Fused-domain µops (dispatch slots).
+    #[serde(default = "one")]
+    pub uops: u32,
+    pub source: String,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A microarchitecture.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Machine {
+    pub name: String,
+    pub description: String,
+    pub vendor: String,
+    pub family: u32,
+    pub models: Vec<u32>,
+    pub dispatch_width: u32,
+    pub retire_width: u32,
+    pub rob_size: u32,
+    pub decode_bytes: u32,
+    pub macro_fusion: bool,
+    pub move_elimination: bool,
+    pub zero_idioms: bool,
+    /// `add/sub reg, imm` folded at rename (no execution latency).
+    pub immediate_folding: bool,
+    pub store_forward_latency: u32,
+    pub mispredict_penalty: u32,
+    pub classes: BTreeMap<String, ClassCost>,
+}
+
+/// Bundled descriptions: (name, TOML text).
+pub const BUNDLED: &[(&str, &str)] = &[
+    ("golden-cove", include_str!("../machines/golden-cove.toml")),
+    ("zen5", include_str!("../machines/zen5.toml")),
+    ("zen4", include_str!("../machines/zen4.toml")),
+    ("skylake", include_str!("../machines/skylake.toml")),
+    ("generic", include_str!("../machines/generic.toml")),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum MachineError {
+    #[error("no machine description '{0}'; known: golden-cove, zen5, zen4, skylake, generic (or a path to a .toml file)")]
+    Unknown(String),
+    #[error("machine description {name}: {detail}")]
+    Invalid { name: String, detail: String },
+}
+
+impl Machine {
+    /// Parses and checks a description.
+    pub fn parse(name: &str, text: &str) -> Result<Machine, MachineError> {
+        let m: Machine = toml::from_str(text).map_err(|e| MachineError::Invalid {
+            name: name.into(),
+            detail: e.to_string(),
+        })?;
+        for c in CLASSES {
+            if !m.classes.contains_key(*c) {
+                return Err(MachineError::Invalid {
+                    name: name.into(),
+                    detail: format!("class '{c}' is missing"),
+                });
+            }
+        }
+        if m.dispatch_width == 0 || m.retire_width == 0 || m.rob_size == 0 {
+            return Err(MachineError::Invalid {
+                name: name.into(),
+                detail: "widths and ROB size must be positive".into(),
+            });
+        }
+        Ok(m)
+    }
+
+    /// A bundled description by name, or a TOML file by path.
+    pub fn by_name(name: &str) -> Result<Machine, MachineError> {
+        if let Some((_, text)) = BUNDLED.iter().find(|(n, _)| *n == name) {
+            return Machine::parse(name, text);
+        }
+        if name.ends_with(".toml") {
+            let text = std::fs::read_to_string(name).map_err(|e| MachineError::Invalid {
+                name: name.into(),
+                detail: e.to_string(),
+            })?;
+            return Machine::parse(name, &text);
+        }
+        Err(MachineError::Unknown(name.into()))
+    }
+
+    /// The description for a CPU identity, else `generic`.
+    pub fn for_cpu(vendor: &str, family: u32, model: u32) -> Machine {
+        for (name, text) in BUNDLED {
+            if let Ok(m) = Machine::parse(name, text) {
+                let family_match = m.vendor == vendor && m.family == family;
+                if family_match && (m.models.is_empty() || m.models.contains(&model)) {
+                    return m;
+                }
+            }
+        }
+        Machine::by_name("generic").expect("bundled generic description parses")
+    }
+
+    /// The description of the host this runs on.
+    #[cfg(target_arch = "x86_64")]
+    pub fn host() -> Machine {
+        let h = crate::host::read();
+        Machine::for_cpu(&h.cpu_vendor, h.cpu_family, h.cpu_model)
+    }
+
+    pub fn class(&self, name: &str) -> &ClassCost {
+        self.classes
+            .get(name)
+            .or_else(|| self.classes.get("alu"))
+            .expect("alu is required")
+    }
+
+    /// Every port name, in first-seen order.
+    pub fn ports(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for c in self.classes.values() {
+            for p in &c.ports {
+                if !v.contains(p) {
+                    v.push(p.clone());
+                }
+            }
+        }
+        v.sort();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bundled_description_is_complete() {
+        for (name, text) in BUNDLED {
+            let m = Machine::parse(name, text).unwrap();
+            assert_eq!(&m.name, name);
+            for c in m.classes.values() {
+                assert!(!c.source.is_empty());
+                assert!(c.occupancy >= 1 && c.uops >= 1);
+            }
+        }
+    }
+
+    #[test]
+    fn cpu_identity_picks_the_description() {
+        assert_eq!(
+            Machine::for_cpu("GenuineIntel", 6, 0xcf).name,
+            "golden-cove"
+        );
+        assert_eq!(Machine::for_cpu("AuthenticAMD", 26, 2).name, "zen5");
+        assert_eq!(Machine::for_cpu("AuthenticAMD", 25, 0x61).name, "zen4");
+        assert_eq!(Machine::for_cpu("GenuineIntel", 6, 0x55).name, "skylake");
+        assert_eq!(Machine::for_cpu("CentaurHauls", 7, 1).name, "generic");
+        assert!(Machine::by_name("nehalem").is_err());
+    }
+}
