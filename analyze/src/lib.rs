@@ -16,6 +16,7 @@
 //! ```
 
 pub mod demangle;
+pub mod elf_code;
 pub mod elf_symbols;
 pub mod error;
 pub mod kernel_symbols;

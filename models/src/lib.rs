@@ -23,8 +23,10 @@
 //! println!("core clock {:.3} GHz", clock.core_hz / 1e9);
 //! ```
 
+pub mod block;
 pub mod classify;
 pub mod core_clock;
 pub mod host;
 pub mod host_times;
 pub mod machine;
+pub mod schedule;

@@ -42,6 +42,9 @@ pub struct Machine {
     pub zero_idioms: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
+    /// Loads from an rsp/rbp-based address just stored to get the value at
+    /// rename (Intel since Ice Lake, AMD's memory file since Zen 2).
+    pub memory_renaming: bool,
     pub store_forward_latency: u32,
     pub mispredict_penalty: u32,
     pub classes: BTreeMap<String, ClassCost>,

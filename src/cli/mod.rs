@@ -2,6 +2,7 @@
 
 mod collect;
 mod latency;
+mod model;
 mod prof;
 mod signals;
 
@@ -32,6 +33,8 @@ pub enum Command {
     Collect(collect::CollectArgs),
     /// Where the samples are: images, procedures, processes, statistics of run.
     Prof(prof::ProfArgs),
+    /// Best-case pipeline model of a block: cycles per iteration, bottleneck, stalls, timeline.
+    Model(model::ModelArgs),
     /// OSprof latency profiles of system calls: capture (`-- CMD`), `show`, `compare`.
     Latency(latency::LatencyArgs),
 }
@@ -42,5 +45,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Collect(a) => collect::run(a),
         Command::Prof(a) => prof::run(a),
         Command::Latency(a) => latency::run(a),
+        Command::Model(a) => model::run(a),
     }
 }

@@ -1,0 +1,116 @@
+//! Text rendering of a pipeline-model analysis, in llvm-mca's spirit:
+//! summary, bottleneck and bounds, per-instruction table, timeline.
+
+use dcpi_models::schedule::{Analysis, Stall};
+use std::fmt::Write;
+
+fn stall_text(s: &Stall) -> String {
+    match s {
+        Stall::Dependency {
+            register,
+            producer,
+            producer_text,
+            latency,
+            loop_carried,
+        } => format!(
+            "{}dep {register} from [{producer}] {producer_text} (lat {latency})",
+            if *loop_carried { "loop-carried " } else { "" }
+        ),
+        Stall::StoreForward { store, latency } => {
+            format!("store-forward from [{store}] (lat {latency})")
+        }
+        Stall::PortContention { ports } => format!("ports busy ({})", ports.join(",")),
+        Stall::UnitBusy { unit } => format!("unit busy ({unit})"),
+        Stall::DispatchWidth => "dispatch width".into(),
+        Stall::RobFull => "ROB full".into(),
+        Stall::FrontEnd { bytes_per_cycle } => format!("front end ({bytes_per_cycle} B/cycle)"),
+    }
+}
+
+pub fn render(a: &Analysis) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Machine:              {}", a.machine);
+    let _ = writeln!(out, "Mode:                 {:?}", a.mode);
+    let _ = writeln!(out, "Instructions:         {}", a.instructions);
+    let _ = writeln!(out, "Cycles per iteration: {:.2}", a.cycles_per_iteration);
+    let _ = writeln!(out, "IPC:                  {:.2}", a.ipc);
+    let _ = writeln!(out, "Bottleneck:           {}", a.bottleneck);
+    let b = &a.bounds;
+    let _ = writeln!(
+        out,
+        "Bounds:               dependency chain {:.2}, dispatch {:.2}, ports {:.2} ({}), front end {:.2}\n",
+        b.dependency_chain, b.dispatch, b.ports, b.busiest_port, b.front_end
+    );
+    let _ = writeln!(
+        out,
+        "{:>3} {:<36} {:<10} {:>3} {:>4} {:>6} {:>6}  ports / stalls",
+        "#", "instruction", "class", "lat", "uops", "M_i", "wait"
+    );
+    for i in &a.insns {
+        let mut detail = i.ports.join(",");
+        for s in i.stalls.iter().take(2) {
+            detail.push_str("; ");
+            detail.push_str(&stall_text(s));
+        }
+        for n in &i.notes {
+            detail.push_str("; ");
+            detail.push_str(n);
+        }
+        let _ = writeln!(
+            out,
+            "{:>3} {:<36} {:<10} {:>3} {:>4} {:>6.2} {:>6.2}  {}",
+            i.index,
+            i.text.chars().take(36).collect::<String>(),
+            i.class,
+            i.latency,
+            i.uops,
+            i.m,
+            i.wait,
+            detail.trim_start_matches("; ")
+        );
+    }
+    // Timeline: D dispatch, = waiting, e executing, E complete, - done, R retire.
+    let end = a
+        .timeline
+        .iter()
+        .map(|r| r.retire)
+        .max()
+        .unwrap_or(0)
+        .min(120);
+    let _ = writeln!(
+        out,
+        "\nTimeline (D dispatch, = wait, e execute, E complete, - wait to retire, R retire):"
+    );
+    for r in &a.timeline {
+        let mut line = String::new();
+        for c in 0..=end {
+            let ch = if c == r.dispatch {
+                'D'
+            } else if c == r.retire {
+                'R'
+            } else if c > r.retire || c < r.dispatch {
+                ' '
+            } else if r.issue.is_some_and(|i| c < i) || (r.issue.is_none() && c < r.complete) {
+                '='
+            } else if c < r.complete {
+                'e'
+            } else if c == r.complete {
+                'E'
+            } else {
+                '-'
+            };
+            line.push(ch);
+        }
+        let text = &a.insns[r.index].text;
+        let _ = writeln!(
+            out,
+            "[{},{:<2}] {:<width$} {}",
+            r.iteration,
+            r.index,
+            line.trim_end(),
+            text,
+            width = end as usize + 1
+        );
+    }
+    out
+}

@@ -1,0 +1,951 @@
+//! The best-case pipeline model: a cycle-level simulation of a block on a
+//! [`Machine`], every load hitting L1 and every branch predicted.
+//!
+//! Each instruction becomes µops (load, execute, store-address/data); the
+//! front end dispatches up to `dispatch_width` fused slots per cycle (and at
+//! most `decode_bytes` of code) into a ROB of `rob_size`; a µop issues, oldest
+//! first, once its inputs are complete and one of its ports is free; results
+//! arrive `latency` cycles later; a port stays busy `occupancy` cycles;
+//! instructions retire in order, `retire_width` per cycle. Zero idioms,
+//! move elimination, immediate folding, macro-fusion of cmp/test+jcc and
+//! store-to-load forwarding (same address expression) are modeled.
+//!
+//! The block runs `iterations` times back to back (BHive's "unrolled"
+//! definition) or as a loop body; cycles per iteration are measured over the
+//! second half, in steady state. Per instruction the model reports the
+//! cycles it spends at the head of the ROB (`head_cycles`, summing to the
+//! cycles per iteration) and `m`, the share of cycles samples land on under
+//! the skid model of a timer interrupt: the sample IP is the instruction
+//! *after* the one the ROB head waits on (measured on this project's hosts:
+//! the instruction after a long-latency load or imul takes the samples).
+
+use crate::block::Decoded;
+use crate::classify::{shape, MemAddr, Reg, Shape};
+use crate::machine::Machine;
+use iced_x86::InstructionInfoFactory;
+use serde::Serialize;
+use std::collections::{HashMap, VecDeque};
+
+/// Why an instruction waited.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Stall {
+    /// Waiting for a register value.
+    Dependency {
+        register: String,
+        producer: usize,
+        producer_text: String,
+        latency: u32,
+        loop_carried: bool,
+    },
+    /// Waiting for a store's data through store-to-load forwarding.
+    StoreForward { store: usize, latency: u32 },
+    /// Inputs ready, every allowed port busy.
+    PortContention { ports: Vec<String> },
+    /// Inputs ready, an unpipelined unit (divider, square root) still busy.
+    UnitBusy { unit: String },
+    /// The front end could not dispatch it earlier: width used up.
+    DispatchWidth,
+    /// Dispatch waited for a free ROB entry.
+    RobFull,
+    /// Fetch/decode bytes per cycle used up (long encodings).
+    FrontEnd { bytes_per_cycle: u32 },
+}
+
+/// One instruction's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct InsnTiming {
+    pub index: usize,
+    pub addr: u64,
+    pub text: String,
+    pub class: String,
+    pub ports: Vec<String>,
+    pub latency: u32,
+    pub uops: u32,
+    /// Cycles of the measured iteration, relative to its first dispatch.
+    pub dispatch: u64,
+    pub issue: Option<u64>,
+    pub complete: u64,
+    pub retire: u64,
+    /// Cycles per iteration this instruction is the oldest not retired.
+    pub head_cycles: f64,
+    /// Best-case cycles attributed to it under the timer skid model (sum = cycles per iteration).
+    pub m: f64,
+    /// Average cycles its execution µop waited after dispatch.
+    pub wait: f64,
+    /// Reasons it waited, most frequent first.
+    pub stalls: Vec<Stall>,
+    pub notes: Vec<String>,
+}
+
+/// How the block repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepeatMode {
+    /// Back to back, as BHive measures blocks.
+    Unrolled,
+    /// As a loop body whose last instruction branches back.
+    Loop,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bounds {
+    pub dispatch: f64,
+    pub ports: f64,
+    /// Busiest port under the greedy assignment.
+    pub busiest_port: String,
+    pub dependency_chain: f64,
+    pub front_end: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineRow {
+    pub iteration: usize,
+    pub index: usize,
+    pub dispatch: u64,
+    pub issue: Option<u64>,
+    pub complete: u64,
+    pub retire: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub machine: String,
+    pub mode: RepeatMode,
+    pub instructions: usize,
+    pub cycles_per_iteration: f64,
+    pub ipc: f64,
+    pub bottleneck: String,
+    pub bounds: Bounds,
+    pub insns: Vec<InsnTiming>,
+    pub timeline: Vec<TimelineRow>,
+}
+
+#[derive(Debug, Clone)]
+struct Uop {
+    insn: usize, // dynamic instruction id
+    ports: Vec<usize>,
+    latency: u32,
+    occupancy: u32,
+    deps: Vec<(usize, u32)>, // (uop id, extra latency beyond the producer's)
+    dep_why: Vec<DepWhy>,
+    issued: Option<u64>,
+    complete: Option<u64>,
+    ready: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+enum DepWhy {
+    Reg(Reg),
+    Forward(usize), // static store index
+}
+
+struct Dyn {
+    stat: usize,
+    iter: usize,
+    uops: Vec<usize>,
+    slots: u32,
+    bytes: u32,
+    dispatched: u64,
+    retired: Option<u64>,
+    exec: Option<usize>,
+    dispatch_stall: Option<Stall>,
+}
+
+fn reg_name(r: Reg) -> String {
+    if r == crate::classify::FLAGS {
+        return "flags".into();
+    }
+    // SAFETY-free conversion: iced's Register values are < 256.
+    iced_x86::Register::values()
+        .find(|x| *x as Reg == r)
+        .map(|x| format!("%{:?}", x).to_lowercase())
+        .unwrap_or_else(|| format!("r{r}"))
+}
+
+/// Options of one analysis.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub mode: RepeatMode,
+    pub iterations: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: RepeatMode::Unrolled,
+            iterations: 0,
+        }
+    }
+}
+
+struct Sim<'m> {
+    m: &'m Machine,
+    port_names: Vec<String>,
+    ideal: bool,
+}
+
+struct SimResult {
+    dyns: Vec<Dyn>,
+    uops: Vec<Uop>,
+    head: Vec<u64>, // per dynamic instr: cycles at ROB head
+}
+
+impl<'m> Sim<'m> {
+    fn port_index(&self, name: &str) -> usize {
+        self.port_names.iter().position(|p| p == name).unwrap_or(0)
+    }
+
+    fn run(
+        &self,
+        block: &[Decoded],
+        shapes: &[Shape],
+        iterations: usize,
+        mode: RepeatMode,
+    ) -> SimResult {
+        let m = self.m;
+        let n = block.len();
+        let (width, rob_cap, retire_w, bytes_pc) = if self.ideal {
+            (u32::MAX / 4, usize::MAX / 4, u32::MAX / 4, u32::MAX / 4)
+        } else {
+            (
+                m.dispatch_width,
+                m.rob_size as usize,
+                m.retire_width,
+                m.decode_bytes.max(16),
+            )
+        };
+        let mut uops: Vec<Uop> = Vec::new();
+        let mut dyns: Vec<Dyn> = Vec::new();
+        let mut producer: HashMap<Reg, usize> = HashMap::new();
+        // (address, producers of its registers, store-data µop, static index)
+        let mut stores: VecDeque<(MemAddr, Vec<Option<usize>>, usize, usize)> = VecDeque::new();
+        let fuse_next = |s: usize| -> bool {
+            m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
+        };
+        // Build the dynamic µop graph.
+        for it in 0..iterations {
+            let mut s = 0;
+            while s < n {
+                let sh = &shapes[s];
+                let cost = m.class(sh.class);
+                let mut d = Dyn {
+                    stat: s,
+                    iter: it,
+                    uops: Vec::new(),
+                    slots: 0,
+                    bytes: sh.len as u32,
+                    dispatched: 0,
+                    retired: None,
+                    exec: None,
+                    dispatch_stall: None,
+                };
+                let id = dyns.len();
+                let addr_deps: Vec<(usize, u32)> = sh
+                    .addr_reads
+                    .iter()
+                    .filter_map(|r| producer.get(r).map(|&u| (u, 0)))
+                    .collect();
+                let addr_why: Vec<DepWhy> = sh
+                    .addr_reads
+                    .iter()
+                    .filter(|r| producer.contains_key(r))
+                    .map(|r| DepWhy::Reg(*r))
+                    .collect();
+                let addr_prod: Vec<Option<usize>> = sh
+                    .addr_reads
+                    .iter()
+                    .map(|r| producer.get(r).copied())
+                    .collect();
+                let mut load_uop = None;
+                if let Some(addr) = sh.load {
+                    let lc = m.class(if sh.vector_mem { "vec_load" } else { "load" });
+                    let mut deps = addr_deps.clone();
+                    let mut why = addr_why.clone();
+                    let mut latency = lc.latency;
+                    if let Some((_, _, data, st)) = stores
+                        .iter()
+                        .rev()
+                        .find(|(a, p, _, _)| *a == addr && *p == addr_prod)
+                    {
+                        let stack =
+                            matches!(addr.base, iced_x86::Register::RSP | iced_x86::Register::RBP)
+                                && addr.index == iced_x86::Register::None;
+                        if m.memory_renaming && stack {
+                            // Renamed: the load's value is the stored register's, no forwarding delay.
+                            deps.extend(uops[*data].deps.iter().copied());
+                            why.extend(uops[*data].dep_why.iter().cloned());
+                            latency = 0;
+                        } else {
+                            deps.push((*data, 0));
+                            why.push(DepWhy::Forward(*st));
+                            // From the store data's issue to the load's result.
+                            latency = m.store_forward_latency.saturating_sub(1).max(1);
+                        }
+                    }
+                    let ports = lc.ports.iter().map(|p| self.port_index(p)).collect();
+                    uops.push(Uop {
+                        insn: id,
+                        ports,
+                        latency,
+                        occupancy: 1,
+                        deps,
+                        dep_why: why,
+                        issued: None,
+                        complete: None,
+                        ready: None,
+                    });
+                    load_uop = Some(uops.len() - 1);
+                    d.uops.push(uops.len() - 1);
+                }
+                let eliminated = (sh.zero_idiom && m.zero_idioms)
+                    || (sh.movable && m.move_elimination)
+                    || (sh.imm_add && m.immediate_folding);
+                let fused_branch = s > 0 && sh.cond_branch && fuse_next(s - 1) && {
+                    // The previous dynamic instruction was this branch's fusion partner.
+                    dyns.last().is_some_and(|p: &Dyn| p.stat == s - 1)
+                };
+                let mut exec_uop = None;
+                if !fused_branch && sh.class != "nop" && !eliminated {
+                    let cls = if fuse_next(s) {
+                        m.class("branch")
+                    } else {
+                        cost
+                    };
+                    let latency = cost.latency;
+                    let mut deps: Vec<(usize, u32)> = sh
+                        .reads
+                        .iter()
+                        .filter_map(|r| producer.get(r).map(|&u| (u, 0)))
+                        .collect();
+                    let mut why: Vec<DepWhy> = sh
+                        .reads
+                        .iter()
+                        .filter(|r| producer.contains_key(r))
+                        .map(|r| DepWhy::Reg(*r))
+                        .collect();
+                    if let Some(l) = load_uop {
+                        deps.push((l, 0));
+                        why.push(DepWhy::Reg(u16::MAX)); // the load's result
+                    }
+                    let ports = cls.ports.iter().map(|p| self.port_index(p)).collect();
+                    uops.push(Uop {
+                        insn: id,
+                        ports,
+                        latency,
+                        occupancy: cost.occupancy,
+                        deps,
+                        dep_why: why,
+                        issued: None,
+                        complete: None,
+                        ready: None,
+                    });
+                    exec_uop = Some(uops.len() - 1);
+                    d.uops.push(uops.len() - 1);
+                    d.exec = exec_uop;
+                }
+                if let Some(addr) = sh.store {
+                    let sa = m.class("store_addr");
+                    let sd = m.class("store_data");
+                    let ports: Vec<usize> = sa.ports.iter().map(|p| self.port_index(p)).collect();
+                    uops.push(Uop {
+                        insn: id,
+                        ports,
+                        latency: 1,
+                        occupancy: 1,
+                        deps: addr_deps.clone(),
+                        dep_why: addr_why.clone(),
+                        issued: None,
+                        complete: None,
+                        ready: None,
+                    });
+                    d.uops.push(uops.len() - 1);
+                    let data_deps: Vec<(usize, u32)> = match exec_uop {
+                        Some(e) => vec![(e, 0)],
+                        None => sh
+                            .reads
+                            .iter()
+                            .filter_map(|r| producer.get(r).map(|&u| (u, 0)))
+                            .collect(),
+                    };
+                    let data_why: Vec<DepWhy> = match exec_uop {
+                        Some(_) => vec![DepWhy::Reg(u16::MAX)],
+                        None => sh
+                            .reads
+                            .iter()
+                            .filter(|r| producer.contains_key(r))
+                            .map(|r| DepWhy::Reg(*r))
+                            .collect(),
+                    };
+                    let ports: Vec<usize> = sd.ports.iter().map(|p| self.port_index(p)).collect();
+                    uops.push(Uop {
+                        insn: id,
+                        ports,
+                        latency: 1,
+                        occupancy: 1,
+                        deps: data_deps,
+                        dep_why: data_why,
+                        issued: None,
+                        complete: None,
+                        ready: None,
+                    });
+                    d.uops.push(uops.len() - 1);
+                    stores.push_back((addr, addr_prod.clone(), uops.len() - 1, s));
+                    if stores.len() > 64 {
+                        stores.pop_front();
+                    }
+                }
+                // Results: the execution µop, else the load; eliminated moves alias the source.
+                for w in &sh.writes {
+                    if sh.zero_idiom && m.zero_idioms {
+                        producer.remove(w);
+                    } else if let Some(e) = exec_uop {
+                        producer.insert(*w, e);
+                    } else if sh.movable && m.move_elimination {
+                        match sh.reads.first().and_then(|r| producer.get(r).copied()) {
+                            Some(p) => {
+                                producer.insert(*w, p);
+                            }
+                            None => {
+                                producer.remove(w);
+                            }
+                        }
+                    } else if sh.imm_add && m.immediate_folding {
+                        // Folded at rename: the value is ready when its source is.
+                    } else if let Some(l) = load_uop {
+                        producer.insert(*w, l);
+                    }
+                }
+                d.slots = if fused_branch {
+                    0
+                } else {
+                    cost.uops.max(1) + (sh.load.is_some() && sh.store.is_some()) as u32
+                };
+                dyns.push(d);
+                s += 1;
+            }
+            let _ = mode;
+        }
+
+        // Cycle loop.
+        let total = dyns.len();
+        let mut head = vec![0u64; total];
+        let mut port_free = vec![0u64; self.port_names.len().max(1)];
+        let mut port_load = vec![0u64; self.port_names.len().max(1)];
+        let mut waiting: Vec<usize> = Vec::new(); // µops dispatched, not issued (age order)
+        let mut next_dispatch = 0usize;
+        let mut rob: VecDeque<usize> = VecDeque::new();
+        let mut retired = 0usize;
+        let mut cycle: u64 = 0;
+        while retired < total && cycle < 10_000_000 {
+            // Retire.
+            let mut r = 0;
+            while let Some(&front) = rob.front() {
+                if r >= retire_w {
+                    break;
+                }
+                let done = dyns[front]
+                    .uops
+                    .iter()
+                    .all(|&u| uops[u].complete.is_some_and(|c| c <= cycle));
+                if !done {
+                    break;
+                }
+                dyns[front].retired = Some(cycle);
+                rob.pop_front();
+                retired += 1;
+                r += 1;
+            }
+            // Head of the ROB this cycle (or the next to dispatch when empty).
+            if let Some(&front) = rob.front() {
+                head[front] += 1;
+            } else if next_dispatch < total {
+                head[next_dispatch] += 1;
+            }
+            // Issue, oldest first.
+            let mut still = Vec::with_capacity(waiting.len());
+            for &u in &waiting {
+                let ready = uops[u]
+                    .deps
+                    .iter()
+                    .map(|&(p, extra)| uops[p].complete.map(|c| c + extra as u64))
+                    .try_fold(0u64, |acc, c| c.map(|c| acc.max(c)));
+                let Some(ready_at) = ready else {
+                    still.push(u);
+                    continue;
+                };
+                let ready_at = ready_at.max(dyns[uops[u].insn].dispatched + 1);
+                if uops[u].ready.is_none() && ready_at <= cycle {
+                    uops[u].ready = Some(ready_at);
+                }
+                if ready_at > cycle {
+                    still.push(u);
+                    continue;
+                }
+                if uops[u].ports.is_empty() || self.ideal {
+                    uops[u].issued = Some(cycle);
+                    uops[u].complete = Some(cycle + uops[u].latency as u64);
+                    continue;
+                }
+                let best = uops[u]
+                    .ports
+                    .iter()
+                    .copied()
+                    .filter(|&p| port_free[p] <= cycle)
+                    .min_by_key(|&p| (port_load[p], p));
+                match best {
+                    Some(p) => {
+                        port_free[p] = cycle + uops[u].occupancy as u64;
+                        port_load[p] += uops[u].occupancy as u64;
+                        uops[u].issued = Some(cycle);
+                        uops[u].complete = Some(cycle + uops[u].latency as u64);
+                    }
+                    None => still.push(u),
+                }
+            }
+            waiting = still;
+            // Dispatch.
+            let mut slots = 0u32;
+            let mut bytes = 0u32;
+            while next_dispatch < total {
+                let d = &dyns[next_dispatch];
+                if rob.len() >= rob_cap {
+                    if next_dispatch < total {
+                        dyns[next_dispatch]
+                            .dispatch_stall
+                            .get_or_insert(Stall::RobFull);
+                    }
+                    break;
+                }
+                if slots + d.slots > width {
+                    dyns[next_dispatch]
+                        .dispatch_stall
+                        .get_or_insert(Stall::DispatchWidth);
+                    break;
+                }
+                if bytes + d.bytes > bytes_pc && bytes > 0 {
+                    dyns[next_dispatch]
+                        .dispatch_stall
+                        .get_or_insert(Stall::FrontEnd {
+                            bytes_per_cycle: bytes_pc,
+                        });
+                    break;
+                }
+                slots += d.slots;
+                bytes += d.bytes;
+                let uu = d.uops.clone();
+                dyns[next_dispatch].dispatched = cycle;
+                for u in uu {
+                    waiting.push(u);
+                }
+                rob.push_back(next_dispatch);
+                next_dispatch += 1;
+            }
+            cycle += 1;
+        }
+        SimResult { dyns, uops, head }
+    }
+}
+
+/// Runs the model on a block.
+pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis {
+    let n = block.len().max(1);
+    let mut info = InstructionInfoFactory::new();
+    let shapes: Vec<Shape> = block.iter().map(|d| shape(&d.instr, &mut info)).collect();
+    let iterations = if opts.iterations > 0 {
+        opts.iterations
+    } else {
+        (1200 / n).clamp(24, 400)
+    };
+    let port_names = machine.ports();
+    let sim = Sim {
+        m: machine,
+        port_names: port_names.clone(),
+        ideal: false,
+    };
+    let res = sim.run(block, &shapes, iterations, opts.mode);
+    let ideal = Sim {
+        m: machine,
+        port_names: port_names.clone(),
+        ideal: true,
+    }
+    .run(block, &shapes, iterations, opts.mode);
+
+    let half = iterations / 2;
+    let last_retire =
+        |r: &SimResult, it: usize| r.dyns[(it + 1) * n - 1].retired.unwrap_or(0) as f64;
+    let span = (iterations - 1 - (half - 1)) as f64;
+    let cpi = (last_retire(&res, iterations - 1) - last_retire(&res, half - 1)) / span;
+    let chain = (last_retire(&ideal, iterations - 1) - last_retire(&ideal, half - 1)) / span;
+
+    // Per instruction, over the measured iterations.
+    let measured = half..iterations;
+    let per_iter = measured.len() as f64;
+    let show_iter = half;
+    let base = res.dyns[show_iter * n].dispatched;
+    let mut insns = Vec::with_capacity(n);
+    for (s, d) in block.iter().enumerate() {
+        let sh = &shapes[s];
+        let cost = machine.class(sh.class);
+        let mut head = 0u64;
+        let mut wait = 0u64;
+        let mut reasons: HashMap<String, (u64, Stall)> = HashMap::new();
+        for it in measured.clone() {
+            let id = it * n + s;
+            head += res.head[id];
+            let dy = &res.dyns[id];
+            if let Some(st) = &dy.dispatch_stall {
+                let e = reasons.entry(format!("{st:?}")).or_insert((0, st.clone()));
+                e.0 += 1;
+            }
+            let Some(e) = dy.exec.or_else(|| dy.uops.first().copied()) else {
+                continue;
+            };
+            let u = &res.uops[e];
+            let (Some(issued), Some(ready)) = (u.issued, u.ready) else {
+                continue;
+            };
+            let earliest = dy.dispatched + 1;
+            wait += issued.saturating_sub(earliest);
+            if ready > earliest {
+                // The input that arrived last explains the wait.
+                let (k, _) = u
+                    .deps
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(_, (p, x))| res.uops[*p].complete.unwrap_or(0) + *x as u64)
+                    .expect("ready > earliest implies a dependency");
+                let (p, _) = u.deps[k];
+                let pd = &res.dyns[res.uops[p].insn];
+                let stall = match &u.dep_why.get(k) {
+                    Some(DepWhy::Forward(st)) => Stall::StoreForward {
+                        store: *st,
+                        latency: machine.store_forward_latency,
+                    },
+                    Some(DepWhy::Reg(r)) => Stall::Dependency {
+                        register: if *r == u16::MAX {
+                            "load result".into()
+                        } else {
+                            reg_name(*r)
+                        },
+                        producer: pd.stat,
+                        producer_text: block[pd.stat].text.clone(),
+                        latency: res.uops[p].latency,
+                        loop_carried: pd.iter < it,
+                    },
+                    None => continue,
+                };
+                let key = match &stall {
+                    Stall::Dependency {
+                        register, producer, ..
+                    } => format!("dep {register} {producer}"),
+                    other => format!("{other:?}"),
+                };
+                let e = reasons.entry(key).or_insert((0, stall));
+                e.0 += 1;
+            } else if issued > ready {
+                let stall = if cost.occupancy > 1 {
+                    Stall::UnitBusy {
+                        unit: sh.class.to_string(),
+                    }
+                } else {
+                    Stall::PortContention {
+                        ports: cost.ports.clone(),
+                    }
+                };
+                let e = reasons.entry(format!("{stall:?}")).or_insert((0, stall));
+                e.0 += 1;
+            }
+        }
+        let mut stalls: Vec<(u64, Stall)> = reasons.into_values().collect();
+        stalls.sort_by_key(|s| std::cmp::Reverse(s.0));
+        let dy = &res.dyns[show_iter * n + s];
+        let exec = dy.exec.map(|e| &res.uops[e]);
+        let mut notes = Vec::new();
+        if sh.zero_idiom && machine.zero_idioms {
+            notes.push("zero idiom: no execution, breaks dependencies".into());
+        }
+        if sh.movable && machine.move_elimination {
+            notes.push("move eliminated at rename".into());
+        }
+        if sh.imm_add && machine.immediate_folding {
+            notes.push("immediate add folded at rename".into());
+        }
+        if dy.slots == 0 && sh.cond_branch {
+            notes.push("macro-fused with the previous compare".into());
+        }
+        if sh.unknown {
+            notes.push("class guessed (mnemonic not in the model's tables)".into());
+        }
+        insns.push(InsnTiming {
+            index: s,
+            addr: d.addr,
+            text: d.text.clone(),
+            class: sh.class.to_string(),
+            ports: exec.map(|_| cost.ports.clone()).unwrap_or_default(),
+            latency: exec.map(|u| u.latency).unwrap_or(0),
+            uops: dy.slots,
+            dispatch: dy.dispatched - base,
+            issue: exec.and_then(|u| u.issued).map(|c| c - base),
+            complete: dy
+                .uops
+                .iter()
+                .filter_map(|&u| res.uops[u].complete)
+                .max()
+                .unwrap_or(dy.dispatched)
+                - base,
+            retire: dy.retired.unwrap_or(0) - base,
+            head_cycles: head as f64 / per_iter,
+            m: 0.0,
+            wait: wait as f64 / per_iter,
+            stalls: stalls.into_iter().map(|(_, s)| s).collect(),
+            notes,
+        });
+    }
+    // Skid model: samples land on the instruction after the ROB head.
+    for s in 0..n {
+        let pred = (s + n - 1) % n;
+        insns[s].m = insns[pred].head_cycles;
+    }
+
+    // Bounds.
+    let slots: u32 = (0..n).map(|s| res.dyns[half * n + s].slots).sum();
+    let dispatch = slots as f64 / machine.dispatch_width as f64;
+    let bytes: usize = shapes.iter().map(|s| s.len).sum();
+    let front_end = bytes as f64 / machine.decode_bytes.max(16) as f64;
+    let mut load = vec![0f64; port_names.len().max(1)];
+    let mut per_port: Vec<(Vec<usize>, f64)> = Vec::new();
+    for s in 0..n {
+        let dy = &res.dyns[half * n + s];
+        for &u in &dy.uops {
+            let uo = &res.uops[u];
+            if !uo.ports.is_empty() {
+                per_port.push((uo.ports.clone(), uo.occupancy as f64));
+            }
+        }
+    }
+    per_port.sort_by_key(|(p, _)| p.len());
+    for (ports, occ) in per_port {
+        let p = ports
+            .iter()
+            .copied()
+            .min_by(|a, b| load[*a].total_cmp(&load[*b]))
+            .expect("non-empty");
+        load[p] += occ;
+    }
+    let (bp, ports_bound) =
+        load.iter().enumerate().fold(
+            (0, 0.0),
+            |acc, (i, &l)| if l > acc.1 { (i, l) } else { acc },
+        );
+    let bounds = Bounds {
+        dispatch,
+        ports: ports_bound,
+        busiest_port: port_names.get(bp).cloned().unwrap_or_default(),
+        dependency_chain: chain,
+        front_end,
+    };
+    let candidates = [
+        ("dependency chain", bounds.dependency_chain),
+        ("dispatch width", bounds.dispatch),
+        ("port pressure", bounds.ports),
+        ("front end (bytes per cycle)", bounds.front_end),
+    ];
+    let (name, value) = candidates
+        .iter()
+        .fold(("", 0.0), |acc, c| if c.1 > acc.1 { *c } else { acc });
+    let bottleneck = if name == "port pressure" {
+        format!("port pressure ({})", bounds.busiest_port)
+    } else {
+        name.to_string()
+    };
+    let bottleneck = if cpi > value * 1.15 {
+        format!("{bottleneck}, with interactions (bound {value:.2})")
+    } else {
+        bottleneck
+    };
+
+    let mut timeline = Vec::new();
+    for it in half..(half + 2).min(iterations) {
+        for s in 0..n {
+            let dy = &res.dyns[it * n + s];
+            timeline.push(TimelineRow {
+                iteration: it - half,
+                index: s,
+                dispatch: dy.dispatched - base,
+                issue: dy.exec.and_then(|e| res.uops[e].issued).map(|c| c - base),
+                complete: dy
+                    .uops
+                    .iter()
+                    .filter_map(|&u| res.uops[u].complete)
+                    .max()
+                    .unwrap_or(dy.dispatched)
+                    - base,
+                retire: dy.retired.unwrap_or(0) - base,
+            });
+        }
+    }
+    Analysis {
+        machine: machine.name.clone(),
+        mode: opts.mode,
+        instructions: block.len(),
+        cycles_per_iteration: cpi,
+        ipc: if cpi > 0.0 {
+            block.len() as f64 / cpi
+        } else {
+            0.0
+        },
+        bottleneck,
+        bounds,
+        insns,
+        timeline,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::{decode, parse_hex};
+
+    fn run(hex: &str, machine: &str, mode: RepeatMode) -> Analysis {
+        let m = Machine::by_name(machine).unwrap();
+        let b = decode(&parse_hex(hex).unwrap(), 0x1000, false).unwrap();
+        analyze(
+            &m,
+            &b,
+            Options {
+                mode,
+                iterations: 0,
+            },
+        )
+    }
+
+    fn cpi(hex: &str, machine: &str) -> f64 {
+        run(hex, machine, RepeatMode::Unrolled).cycles_per_iteration
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 0.06 * b.max(1.0)
+    }
+
+    #[test]
+    fn dependency_chains_run_at_their_latency() {
+        for m in ["golden-cove", "zen5", "skylake"] {
+            assert!(close(cpi("48 01 d8", m), 1.0), "add chain on {m}");
+            assert!(close(cpi("48 0f af c3", m), 3.0), "imul chain on {m}");
+        }
+        assert!(close(cpi("48 8b 00", "zen5"), 4.0), "load-use chain, Zen 5");
+        assert!(
+            close(cpi("48 8b 00", "golden-cove"), 5.0),
+            "load-use chain, Golden Cove"
+        );
+        // A dependent div chain runs at the divider's latency.
+        assert!(close(cpi("48 f7 f1", "golden-cove"), 15.0));
+    }
+
+    #[test]
+    fn independent_work_is_bound_by_width_and_ports() {
+        // Eight adds into eight registers: Golden Cove has 5 ALU ports.
+        let adds = "48 01 d8 48 01 d9 48 01 da 48 01 de 48 01 df 49 01 d8 49 01 d9 49 01 da";
+        let gc = run(adds, "golden-cove", RepeatMode::Unrolled);
+        assert!(
+            close(gc.cycles_per_iteration, 8.0 / 5.0),
+            "{}",
+            gc.cycles_per_iteration
+        );
+        assert!(
+            gc.bottleneck.starts_with("port pressure"),
+            "{}",
+            gc.bottleneck
+        );
+        // Zen 5: 6 ALUs, 8-wide dispatch.
+        assert!(close(cpi(adds, "zen5"), 8.0 / 6.0));
+        // Skylake: 4 ALUs and 4-wide dispatch.
+        assert!(close(cpi(adds, "skylake"), 2.0));
+        // Independent divides (zero idioms break the chain) are bound by the unpipelined divider.
+        let divs = run("31 c0 31 d2 48 f7 f1", "golden-cove", RepeatMode::Unrolled);
+        assert!(
+            close(divs.cycles_per_iteration, 10.0),
+            "{}",
+            divs.cycles_per_iteration
+        );
+        assert!(
+            divs.insns[2]
+                .stalls
+                .iter()
+                .any(|s| matches!(s, Stall::UnitBusy { .. })),
+            "{:?}",
+            divs.insns[2]
+        );
+    }
+
+    #[test]
+    fn store_forwarding_round_trip_and_fusion() {
+        // mov %rax,(%rdi); mov (%rdi),%rax: the load forwards from the store.
+        let a = run("48 89 07 48 8b 07", "golden-cove", RepeatMode::Unrolled);
+        assert!(
+            close(a.cycles_per_iteration, 5.0),
+            "{}",
+            a.cycles_per_iteration
+        );
+        assert!(
+            a.insns[1]
+                .stalls
+                .iter()
+                .any(|s| matches!(s, Stall::StoreForward { store: 0, .. })),
+            "{:?}",
+            a.insns[1]
+        );
+        // Through the stack, Golden Cove renames the pair (the SLEEPY loop runs at
+        // ~1.1 cycles per iteration on it); Skylake forwards in 5 cycles.
+        let sleepy = "48 8b 4c 24 08 48 01 d1 48 89 4c 24 08"; // mov 8(%rsp),%rcx; add %rdx,%rcx; mov %rcx,8(%rsp)
+        assert!(
+            close(cpi(sleepy, "golden-cove"), 1.0),
+            "{}",
+            cpi(sleepy, "golden-cove")
+        );
+        assert!(
+            close(cpi(sleepy, "skylake"), 6.0),
+            "{}",
+            cpi(sleepy, "skylake")
+        );
+        // add %rbx,%rax; cmp %rcx,%rax; jne back: cmp+jne fuse into one slot.
+        let l = run("48 01 d8 48 39 c8 75 f8", "golden-cove", RepeatMode::Loop);
+        assert_eq!(l.insns[2].uops, 0);
+        assert!(l.insns[2].notes.iter().any(|n| n.contains("macro-fused")));
+        assert!(
+            close(l.cycles_per_iteration, 1.0),
+            "{}",
+            l.cycles_per_iteration
+        );
+    }
+
+    #[test]
+    fn m_sums_to_cycles_and_follows_the_skid_model() {
+        // imul chain then an add: the add (after the slow imul) takes the samples.
+        let a = run("48 0f af c3 48 01 c1", "golden-cove", RepeatMode::Loop);
+        let sum: f64 = a.insns.iter().map(|i| i.m).sum();
+        assert!(
+            close(sum, a.cycles_per_iteration),
+            "{sum} vs {}",
+            a.cycles_per_iteration
+        );
+        assert!(
+            a.insns[1].m > a.insns[0].m,
+            "{:?}",
+            a.insns.iter().map(|i| i.m).collect::<Vec<_>>()
+        );
+        let dep = &a.insns[0].stalls;
+        assert!(
+            dep.iter().any(|s| matches!(
+                s,
+                Stall::Dependency {
+                    loop_carried: true,
+                    producer: 0,
+                    ..
+                }
+            )),
+            "{dep:?}"
+        );
+    }
+}

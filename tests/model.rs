@@ -1,0 +1,109 @@
+//! `dcpi model` end to end: known answers on the bundled machine
+//! descriptions, the JSON contract, inputs from hex, assembly and ELF images.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn model(args: &[&str]) -> Value {
+    let out = dcpi()
+        .args(["model", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn cpi(v: &Value) -> f64 {
+    v["cycles_per_iteration"].as_f64().unwrap()
+}
+
+#[test]
+fn json_contract_and_known_answers() {
+    let v = model(&["--hex", "48 0f af c3", "--cpu", "zen5"]);
+    assert!((cpi(&v) - 3.0).abs() < 0.1, "{v}");
+    let i = &v["insns"][0];
+    for field in [
+        "addr",
+        "text",
+        "class",
+        "ports",
+        "latency",
+        "uops",
+        "m",
+        "head_cycles",
+        "stalls",
+        "dispatch",
+        "retire",
+    ] {
+        assert!(!i[field].is_null(), "missing {field}: {i}");
+    }
+    assert_eq!(i["text"], "imul %rbx,%rax");
+    assert_eq!(i["latency"], 3);
+    assert_eq!(v["bottleneck"], "dependency chain");
+    assert!(!v["timeline"].as_array().unwrap().is_empty());
+    let intel = model(&["--hex", "48 0f af c3", "--cpu", "zen5", "--intel"]);
+    assert_eq!(intel["insns"][0]["text"], "imul rax,rbx");
+}
+
+#[test]
+fn blocks_from_assembly_and_from_an_image() {
+    let dir = tempdir();
+    let asm = dir.path().join("b.s");
+    std::fs::write(
+        &asm,
+        "loop:\n add %rbx, %rax\n imul %rax, %rcx\n dec %rdx\n jnz loop\n",
+    )
+    .unwrap();
+    let v = model(&[
+        "--asm",
+        asm.to_str().unwrap(),
+        "--loop",
+        "--cpu",
+        "golden-cove",
+    ]);
+    assert_eq!(v["instructions"], 4);
+    assert!((cpi(&v) - 3.0).abs() < 0.1, "imul chain through rcx: {v}");
+    // The whole main of SLEEPY's loop benchmark, by name.
+    let v = model(&[
+        "--image",
+        &workload("loop"),
+        "--func",
+        "main",
+        "--cpu",
+        "golden-cove",
+    ]);
+    assert!(v["instructions"].as_u64().unwrap() > 5);
+    let first = v["insns"][0]["addr"].as_u64().unwrap();
+    assert!(first > 0x1000, "ELF virtual addresses: {first:#x}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    for (args, msg) in [
+        (vec!["--hex", "48 01 zz"], "not hex"),
+        (
+            vec!["--hex", "48 01 d8 06"],
+            "cannot decode the bytes at offset 3",
+        ),
+        (
+            vec!["--hex", "48 01 d8", "--cpu", "pentium"],
+            "no machine description 'pentium'",
+        ),
+        (
+            vec!["--image", "/bin/true", "--func", "no_such_function_xyz"],
+            "no function 'no_such_function_xyz'",
+        ),
+    ] {
+        let out = dcpi().arg("model").args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
+}
