@@ -82,6 +82,9 @@ pub struct Shape {
     pub movable: bool,
     /// `add/sub reg, imm` (some cores fold these at rename).
     pub imm_add: bool,
+    /// A read-modify-write of memory whose other source is a register
+    /// (Golden Cove does not rename these through memory: measured).
+    pub rmw_reg_source: bool,
     /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
     pub fusible: bool,
     pub cond_branch: bool,
@@ -355,8 +358,10 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             | Mnemonic::Vmovdqu => true,
             _ => false,
         };
+    // Measured on Golden Cove: only 64-bit add/sub reg, imm are folded.
     let imm_add = matches!(i.mnemonic(), Mnemonic::Add | Mnemonic::Sub)
         && i.op0_kind() == OpKind::Register
+        && i.op0_register().size() == 8
         && matches!(
             i.op1_kind(),
             OpKind::Immediate8
@@ -385,6 +390,9 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 | OpKind::Immediate16
         ));
     let cond_branch = i.flow_control() == FlowControl::ConditionalBranch;
+    let rmw_reg_source = load.is_some()
+        && store.is_some()
+        && (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register);
 
     let mut unknown = false;
     let class: &'static str = if i.has_lock_prefix() || (i.mnemonic() == Mnemonic::Xchg && has_mem)
@@ -541,6 +549,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         zero_idiom,
         movable,
         imm_add,
+        rmw_reg_source,
         fusible,
         cond_branch,
         unknown,

@@ -26,7 +26,12 @@
 pub mod block;
 pub mod classify;
 pub mod core_clock;
+pub mod harness;
 pub mod host;
 pub mod host_times;
 pub mod machine;
 pub mod schedule;
+
+/// Tests that pin threads to CPU 0 and time them run one at a time.
+#[cfg(test)]
+pub(crate) static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());

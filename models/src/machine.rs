@@ -42,9 +42,11 @@ pub struct Machine {
     pub zero_idioms: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
-    /// Loads from an rsp/rbp-based address just stored to get the value at
-    /// rename (Intel since Ice Lake, AMD's memory file since Zen 2).
-    pub memory_renaming: bool,
+    /// Loads from an address just stored to get the value at rename:
+    /// `none`, `stack` (rsp/rbp-based only: AMD's memory file since Zen 2),
+    /// or `any` (Golden Cove, measured: except read-modify-writes with a
+    /// register source).
+    pub memory_renaming: String,
     pub store_forward_latency: u32,
     pub mispredict_penalty: u32,
     pub classes: BTreeMap<String, ClassCost>,
@@ -81,6 +83,9 @@ impl Machine {
                     detail: format!("class '{c}' is missing"),
                 });
             }
+        }
+        if !matches!(m.memory_renaming.as_str(), "none" | "stack" | "any") {
+            return Err(MachineError::Invalid { name: name.into(), detail: "memory_renaming is none, stack or any".into() });
         }
         if m.dispatch_width == 0 || m.retire_width == 0 || m.rob_size == 0 {
             return Err(MachineError::Invalid {

@@ -1,0 +1,279 @@
+//! A BHive-style measurement harness for the host, with rdtsc alone: a block
+//! is unrolled `a` and `b` times inside a loop, every general register except
+//! rsp pointing into its own 128 KiB region of a 4 MiB buffer (so different
+//! base registers do not alias, as in most real code; BHive gave them all the
+//! same value) whose words all hold the address of region 0 (so loaded
+//! pointers stay valid), FTZ/DAZ set; the cost of one copy is
+//! (t_b − t_a) / (b − a), minimum of repeats, converted to core cycles with a
+//! dependent-add calibration taken right before. Each block runs in a forked
+//! child pinned to one CPU, so a block that faults only loses its own result.
+//!
+//! Blocks must not change rsp, transfer control, use rip-relative or segment
+//! addressing, or divide (which may fault); [`measurable`] checks this.
+
+use crate::core_clock;
+use iced_x86::{FlowControl, Instruction, Mnemonic, OpKind, Register};
+
+const BUF: usize = 4 << 20;
+/// Spacing of the registers' regions; displacements must stay within half of it.
+const REGION: u64 = 128 << 10;
+
+/// Why a block cannot be measured, or `None` if it can.
+pub fn measurable(block: &[Instruction]) -> Option<String> {
+    for i in block {
+        if i.flow_control() != FlowControl::Next {
+            return Some(format!("control flow ({:?})", i.mnemonic()));
+        }
+        if i.is_ip_rel_memory_operand() || i.segment_prefix() != Register::None {
+            return Some("rip-relative or segment addressing".into());
+        }
+        if matches!(
+            i.mnemonic(),
+            Mnemonic::Div | Mnemonic::Idiv | Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave | Mnemonic::Enter
+                | Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Int3
+                | Mnemonic::Ud2 | Mnemonic::Hlt | Mnemonic::Xgetbv | Mnemonic::Rdrand | Mnemonic::Rdseed
+        ) || i.has_rep_prefix()
+            || i.has_repne_prefix()
+        {
+            return Some(format!("{:?} is not measurable", i.mnemonic()));
+        }
+        for k in 0..i.op_count() {
+            if i.op_kind(k) == OpKind::Register && i.op_register(k).full_register() == Register::RSP {
+                return Some("uses rsp".into());
+            }
+        }
+        if i.memory_base().full_register() == Register::RSP {
+            return Some("rsp-based memory".into());
+        }
+        let disp = i.memory_displacement64() as i64;
+        if (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory) && disp.unsigned_abs() >= REGION / 2 {
+            return Some("displacement outside the buffer".into());
+        }
+        if i.memory_index() != Register::None {
+            // base + index*scale with both registers holding the buffer address overflows it.
+            return Some("indexed addressing".into());
+        }
+    }
+    None
+}
+
+struct Code {
+    bytes: Vec<u8>,
+}
+
+impl Code {
+    fn emit(&mut self, b: &[u8]) {
+        self.bytes.extend_from_slice(b);
+    }
+    /// rip-relative disp32 to `target`, for an instruction whose disp field ends the instruction.
+    fn rel(&mut self, code_base: u64, prefix: &[u8], target: u64) {
+        let end = code_base + (self.bytes.len() + prefix.len() + 4) as u64;
+        let disp = (target as i64 - end as i64) as i32;
+        self.emit(prefix);
+        self.emit(&disp.to_le_bytes());
+    }
+}
+
+/// Builds `fn(iterations) -> ticks` for `copies` copies of `block` at `code_base`.
+fn build(block: &[u8], copies: usize, code_base: u64, data: u64, buf_mid: u64) -> Vec<u8> {
+    let counter = data;
+    let start = data + 8;
+    let mxcsr = data + 16;
+    let mut c = Code { bytes: Vec::new() };
+    c.emit(&[0x53, 0x55, 0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57]); // push rbx,rbp,r12-r15
+    c.rel(code_base, &[0x48, 0x89, 0x3d], counter); // mov [rip+counter], rdi
+    c.rel(code_base, &[0x0f, 0xae, 0x1d], mxcsr); // stmxcsr [rip+mxcsr]
+    c.rel(code_base, &[0x81, 0x0d], mxcsr); // or dword [rip+mxcsr], imm32
+    c.emit(&0x8040u32.to_le_bytes());
+    // The imm32 follows the disp32: fix the displacement to account for it.
+    let n = c.bytes.len();
+    let disp = i32::from_le_bytes(c.bytes[n - 8..n - 4].try_into().unwrap()) - 4;
+    c.bytes[n - 8..n - 4].copy_from_slice(&disp.to_le_bytes());
+    c.rel(code_base, &[0x0f, 0xae, 0x15], mxcsr); // ldmxcsr [rip+mxcsr]
+    // mov REG, imm64 for rbx, rcx, rsi, rdi, rbp, r8..r15 (rax, rdx after the timestamp).
+    let others: [&[u8]; 13] = [
+        &[0x48, 0xbb], &[0x48, 0xb9], &[0x48, 0xbe], &[0x48, 0xbf], &[0x48, 0xbd], &[0x49, 0xb8], &[0x49, 0xb9],
+        &[0x49, 0xba], &[0x49, 0xbb], &[0x49, 0xbc], &[0x49, 0xbd], &[0x49, 0xbe], &[0x49, 0xbf],
+    ];
+    for (k, op) in others.iter().enumerate() {
+        c.emit(op);
+        c.emit(&(buf_mid + (k as u64 + 2) * REGION).to_le_bytes());
+    }
+    // Timestamp (uses rax, rdx: reset them after).
+    c.emit(&[0x0f, 0xae, 0xe8, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0]); // lfence; rdtsc; shl rdx,32; or rax,rdx
+    c.rel(code_base, &[0x48, 0x89, 0x05], start); // mov [rip+start], rax
+    c.emit(&[0x48, 0xb8]); // mov rax, region 0
+    c.emit(&buf_mid.to_le_bytes());
+    c.emit(&[0x48, 0xba]); // mov rdx, region 1
+    c.emit(&(buf_mid + REGION).to_le_bytes());
+    // Align the loop top to 64 bytes.
+    while !(code_base + c.bytes.len() as u64).is_multiple_of(64) {
+        c.emit(&[0x90]);
+    }
+    let top = code_base + c.bytes.len() as u64;
+    for _ in 0..copies {
+        c.emit(block);
+    }
+    c.rel(code_base, &[0x48, 0xff, 0x0d], counter); // dec qword [rip+counter]
+    let end = code_base + (c.bytes.len() + 6) as u64;
+    c.emit(&[0x0f, 0x85]); // jnz top
+    c.emit(&((top as i64 - end as i64) as i32).to_le_bytes());
+    c.emit(&[0x0f, 0xae, 0xe8, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0]); // lfence; rdtsc; combine
+    c.rel(code_base, &[0x48, 0x2b, 0x05], start); // sub rax, [rip+start]
+    c.emit(&[0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, 0x5d, 0x5b, 0xc3]); // pop r15..r12, rbp, rbx; ret
+    c.bytes
+}
+
+/// Runs `copies` copies `iterations` times; returns TSC ticks (in the calling process).
+unsafe fn run_once(block: &[u8], copies: usize, iterations: u64, buf_mid: u64) -> Option<u64> {
+    let code_len = block.len() * copies + 512;
+    let pages = code_len.div_ceil(4096) + 1;
+    let map = libc::mmap(
+        std::ptr::null_mut(),
+        pages * 4096,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    );
+    if map == libc::MAP_FAILED {
+        return None;
+    }
+    let data = map as u64;
+    let code_base = data + 4096;
+    let code = build(block, copies, code_base, data, buf_mid);
+    std::ptr::copy_nonoverlapping(code.as_ptr(), (code_base) as *mut u8, code.len());
+    if libc::mprotect(code_base as *mut libc::c_void, (pages - 1) * 4096, libc::PROT_READ | libc::PROT_EXEC) != 0 {
+        libc::munmap(map, pages * 4096);
+        return None;
+    }
+    let f: extern "C" fn(u64) -> u64 = std::mem::transmute(code_base as usize);
+    let ticks = f(iterations);
+    libc::munmap(map, pages * 4096);
+    Some(ticks)
+}
+
+/// A measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// Core cycles per copy of the block.
+    pub cycles: f64,
+    pub ticks_per_cycle: f64,
+}
+
+/// Measures a block in a forked child pinned to CPU `cpu`. `None` if it faulted or timed out.
+pub fn measure(block: &[u8], instructions: usize, cpu: usize) -> Option<Measured> {
+    let b = (3000 / instructions.max(1)).clamp(8, 100);
+    let a = b / 2;
+    let mut fds = [0i32; 2];
+    // SAFETY: plain fork/pipe; the child only runs the generated code and exits.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            return None;
+        }
+        if pid == 0 {
+            libc::close(fds[0]);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            libc::alarm(10);
+            let buf = libc::mmap(
+                std::ptr::null_mut(),
+                BUF,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            );
+            if buf == libc::MAP_FAILED {
+                libc::_exit(1);
+            }
+            // Region 0 starts 256 KiB in; 15 regions of 128 KiB follow.
+            let mid = buf as u64 + 2 * REGION;
+            let words = std::slice::from_raw_parts_mut(buf as *mut u64, BUF / 8);
+            for w in words.iter_mut() {
+                *w = mid;
+            }
+            let clock = core_clock::calibrate();
+            // Size the outer loop for ~0.5 ms per run.
+            let probe = run_once(block, b, 4, mid).unwrap_or(1).max(1);
+            let iterations = ((clock.tsc_hz * 0.0005) / (probe as f64 / 4.0)).clamp(2.0, 1e6) as u64;
+            let mut best_a = u64::MAX;
+            let mut best_b = u64::MAX;
+            for _ in 0..25 {
+                best_a = best_a.min(run_once(block, a, iterations, mid).unwrap_or(u64::MAX));
+                best_b = best_b.min(run_once(block, b, iterations, mid).unwrap_or(u64::MAX));
+            }
+            let ticks = (best_b as f64 - best_a as f64) / ((b - a) as f64 * iterations as f64);
+            let out = [ticks / clock.ticks_per_cycle, clock.ticks_per_cycle];
+            libc::write(fds[1], out.as_ptr() as *const libc::c_void, 16);
+            libc::_exit(0);
+        }
+        libc::close(fds[1]);
+        let mut out = [0f64; 2];
+        let n = libc::read(fds[0], out.as_mut_ptr() as *mut libc::c_void, 16);
+        libc::close(fds[0]);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        (n == 16 && out[0].is_finite() && out[0] > 0.0).then_some(Measured { cycles: out[0], ticks_per_cycle: out[1] })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::{decode, parse_hex};
+
+    fn m(hex: &str) -> f64 {
+        let bytes = parse_hex(hex).unwrap();
+        let b = decode(&bytes, 0, false).unwrap();
+        let insns: Vec<Instruction> = b.iter().map(|d| d.instr).collect();
+        assert_eq!(measurable(&insns), None);
+        measure(&bytes, insns.len(), 0).unwrap().cycles
+    }
+
+    #[test]
+    fn measures_known_chains_on_the_host() {
+        let _g = crate::CPU0.lock().unwrap_or_else(|e| e.into_inner());
+        // Dependent imul: 3 cycles on every x86 core this project targets.
+        let imul = m("48 0f af c3");
+        eprintln!("imul chain: {imul:.3} cycles");
+        assert!((imul - 3.0).abs() < 0.5, "imul chain {imul}");
+        // A dependent add r,r chain: 1 cycle.
+        let add = m("48 01 d8");
+        assert!((add - 1.0).abs() < 0.3, "add chain {add}");
+        // Pointer chase through the buffer (every word points to the middle).
+        let chase = m("48 8b 00");
+        eprintln!("add chain: {add:.3}, load chain: {chase:.3}");
+        assert!(chase > 3.0 && chase < 7.0, "load chain {chase}");
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_measured() {
+        let d = decode(&parse_hex("48 f7 f1").unwrap(), 0, false).unwrap(); // div rcx
+        assert!(measurable(&[d[0].instr]).is_some());
+        let d = decode(&parse_hex("53").unwrap(), 0, false).unwrap(); // push rbx
+        assert!(measurable(&[d[0].instr]).is_some());
+        let d = decode(&parse_hex("48 8b 05 00 00 00 00").unwrap(), 0, false).unwrap(); // rip-relative
+        assert!(measurable(&[d[0].instr]).is_some());
+    }
+}
+
+#[cfg(test)]
+mod probe {
+    use super::*;
+    use crate::block::{decode, parse_hex};
+    #[test]
+    #[ignore]
+    fn probe_blocks() {
+        for hex in std::env::var("PROBE").unwrap_or_default().split('|') {
+            let bytes = parse_hex(hex).unwrap();
+            let n = decode(&bytes, 0, false).unwrap().len();
+            eprintln!("{hex}: {:?}", measure(&bytes, n, 0).map(|m| m.cycles));
+        }
+    }
+}
