@@ -20,16 +20,36 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 const BINARIES: &[&str] = &[
-    "/usr/bin/python3.11", "/usr/bin/perf", "/usr/bin/sqlite3", "/usr/bin/bash", "/usr/bin/git",
-    "/usr/bin/gdb", "/usr/bin/valgrind", "/usr/bin/tclsh8.6", "/usr/bin/make", "/usr/bin/tar",
-    "/usr/bin/gzip", "/usr/bin/ls", "/usr/bin/grep", "/usr/bin/sed", "/usr/bin/find",
+    "/usr/bin/python3.11",
+    "/usr/bin/perf",
+    "/usr/bin/sqlite3",
+    "/usr/bin/bash",
+    "/usr/bin/git",
+    "/usr/bin/gdb",
+    "/usr/bin/valgrind",
+    "/usr/bin/tclsh8.6",
+    "/usr/bin/make",
+    "/usr/bin/tar",
+    "/usr/bin/gzip",
+    "/usr/bin/ls",
+    "/usr/bin/grep",
+    "/usr/bin/sed",
+    "/usr/bin/find",
 ];
 
 fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
-    let Ok(data) = std::fs::read(path) else { return Vec::new() };
-    let Ok(file) = object::File::parse(&*data) else { return Vec::new() };
-    let Some(text) = file.section_by_name(".text") else { return Vec::new() };
-    let Ok(code) = text.data() else { return Vec::new() };
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let Some(text) = file.section_by_name(".text") else {
+        return Vec::new();
+    };
+    let Ok(code) = text.data() else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     let mut d = Decoder::with_ip(64, code, text.address(), DecoderOptions::NONE);
     let mut cur: Vec<iced_x86::Instruction> = Vec::new();
@@ -79,7 +99,13 @@ fn kendall_tau(x: &[f64], y: &[f64]) -> f64 {
 }
 
 fn mape(pred: &[f64], truth: &[f64]) -> f64 {
-    100.0 * pred.iter().zip(truth).map(|(p, t)| (p - t).abs() / t).sum::<f64>() / truth.len() as f64
+    100.0
+        * pred
+            .iter()
+            .zip(truth)
+            .map(|(p, t)| (p - t).abs() / t)
+            .sum::<f64>()
+        / truth.len() as f64
 }
 
 fn llvm_mca(text: &str, cpu: &str) -> Option<f64> {
@@ -96,20 +122,35 @@ fn llvm_mca(text: &str, cpu: &str) -> Option<f64> {
         return None;
     }
     let s = String::from_utf8_lossy(&out.stdout);
-    let total: f64 = s.lines().find(|l| l.starts_with("Total Cycles:"))?.split(':').nth(1)?.trim().parse().ok()?;
+    let total: f64 = s
+        .lines()
+        .find(|l| l.starts_with("Total Cycles:"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
     Some(total / 100.0)
 }
 
 /// Six independent add chains: throughput-bound, so another tenant on the
 /// sibling hardware thread slows it; latency-bound blocks barely move.
-const CANARY: &[u8] = &[0x48, 0x01, 0xd8, 0x48, 0x01, 0xd9, 0x48, 0x01, 0xda, 0x48, 0x01, 0xde, 0x48, 0x01, 0xdf, 0x49, 0x01, 0xd8];
+const CANARY: &[u8] = &[
+    0x48, 0x01, 0xd8, 0x48, 0x01, 0xd9, 0x48, 0x01, 0xda, 0x48, 0x01, 0xde, 0x48, 0x01, 0xdf, 0x49,
+    0x01, 0xd8,
+];
 
 fn canary() -> f64 {
-    measure(CANARY, 6, 0).map(|m| m.cycles).unwrap_or(f64::INFINITY)
+    measure(CANARY, 6, 0)
+        .map(|m| m.cycles)
+        .unwrap_or(f64::INFINITY)
 }
 
 fn main() {
-    let want: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(300);
+    let want: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(300);
     let machine = Machine::host();
     let mca_cpu = match machine.name.as_str() {
         "golden-cove" => "sapphirerapids",
@@ -119,7 +160,8 @@ fn main() {
         _ => "x86-64",
     };
     let mut seen = HashSet::new();
-    let mut per_binary: Vec<Vec<Vec<u8>>> = BINARIES.iter().map(|b| blocks_of(b, &mut seen)).collect();
+    let mut per_binary: Vec<Vec<Vec<u8>>> =
+        BINARIES.iter().map(|b| blocks_of(b, &mut seen)).collect();
     // Take blocks round-robin across binaries, evenly spaced within each.
     let mut blocks = Vec::new();
     for v in per_binary.iter_mut() {
@@ -141,9 +183,16 @@ fn main() {
             break;
         }
     }
-    println!("machine: {} ({}); llvm-mca-19 -mcpu={mca_cpu}; {} blocks from {} binaries", machine.name, machine.description, blocks.len(), BINARIES.len());
+    println!(
+        "machine: {} ({}); llvm-mca-19 -mcpu={mca_cpu}; {} blocks from {} binaries",
+        machine.name,
+        machine.description,
+        blocks.len(),
+        BINARIES.len()
+    );
     let mut info = InstructionInfoFactory::new();
-    let (mut truth, mut ours, mut mca, mut trivial, mut mca_truth) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut truth, mut ours, mut mca, mut trivial, mut mca_truth) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let mut rows = Vec::new();
     let mut model_time = 0f64;
     let mut modeled = 0usize;
@@ -170,7 +219,14 @@ fn main() {
             continue;
         };
         let t0 = Instant::now();
-        let a = analyze(&machine, &dec, Options { mode: RepeatMode::Unrolled, iterations: 0 });
+        let a = analyze(
+            &machine,
+            &dec,
+            Options {
+                mode: RepeatMode::Unrolled,
+                iterations: 0,
+            },
+        );
         model_time += t0.elapsed().as_secs_f64();
         modeled += dec.len();
         let shapes: Vec<_> = dec.iter().map(|d| shape(&d.instr, &mut info)).collect();
@@ -186,7 +242,12 @@ fn main() {
             mca.push(x);
             mca_truth.push(m.cycles);
         }
-        rows.push((m.cycles, a.cycles_per_iteration, mc, text.replace('\n', "; ")));
+        rows.push((
+            m.cycles,
+            a.cycles_per_iteration,
+            mc,
+            text.replace('\n', "; "),
+        ));
         if k % 50 == 49 {
             eprintln!("{} blocks", k + 1);
         }
@@ -199,7 +260,12 @@ fn main() {
         waits
     );
     println!("{:<28} {:>8} {:>8}", "predictor", "MAPE %", "tau");
-    println!("{:<28} {:>8.1} {:>8.3}", format!("dcpi model ({})", machine.name), mape(&ours, &truth), kendall_tau(&ours, &truth));
+    println!(
+        "{:<28} {:>8.1} {:>8.3}",
+        format!("dcpi model ({})", machine.name),
+        mape(&ours, &truth),
+        kendall_tau(&ours, &truth)
+    );
     if !mca.is_empty() {
         let ours_on_mca: Vec<f64> = rows.iter().filter(|r| r.2.is_some()).map(|r| r.1).collect();
         println!(
@@ -212,11 +278,27 @@ fn main() {
             kendall_tau(&ours_on_mca, &mca_truth)
         );
     }
-    println!("{:<28} {:>8.1} {:>8.3}", "max(n/8, loads/4, stores/2)", mape(&trivial, &truth), kendall_tau(&trivial, &truth));
-    println!("model speed: {:.2} M instructions/s ({} instructions in {:.3} s)", modeled as f64 / model_time / 1e6, modeled, model_time);
+    println!(
+        "{:<28} {:>8.1} {:>8.3}",
+        "max(n/8, loads/4, stores/2)",
+        mape(&trivial, &truth),
+        kendall_tau(&trivial, &truth)
+    );
+    println!(
+        "model speed: {:.2} M instructions/s ({} instructions in {:.3} s)",
+        modeled as f64 / model_time / 1e6,
+        modeled,
+        model_time
+    );
     rows.sort_by(|a, b| ((b.1 - b.0).abs() / b.0).total_cmp(&((a.1 - a.0).abs() / a.0)));
     println!("\nworst blocks (measured, dcpi, llvm-mca):");
     for r in rows.iter().take(12) {
-        println!("  {:>7.2} {:>7.2} {:>7}  {}", r.0, r.1, r.2.map(|x| format!("{x:.2}")).unwrap_or("-".into()), r.3.chars().take(150).collect::<String>());
+        println!(
+            "  {:>7.2} {:>7.2} {:>7}  {}",
+            r.0,
+            r.1,
+            r.2.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
+            r.3.chars().take(150).collect::<String>()
+        );
     }
 }

@@ -358,18 +358,24 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             | Mnemonic::Vmovdqu => true,
             _ => false,
         };
-    // Measured on Golden Cove: only 64-bit add/sub reg, imm are folded.
-    let imm_add = matches!(i.mnemonic(), Mnemonic::Add | Mnemonic::Sub)
-        && i.op0_kind() == OpKind::Register
+    // Measured on Golden Cove: 64-bit add/sub reg, imm and lea disp(base) are
+    // folded at rename; 32-bit forms are not.
+    let lea_base_disp = i.mnemonic() == Mnemonic::Lea
         && i.op0_register().size() == 8
-        && matches!(
-            i.op1_kind(),
-            OpKind::Immediate8
-                | OpKind::Immediate8to32
-                | OpKind::Immediate8to64
-                | OpKind::Immediate32
-                | OpKind::Immediate32to64
-        );
+        && i.memory_index() == Register::None
+        && i.memory_base().is_gpr64();
+    let imm_add = lea_base_disp
+        || matches!(i.mnemonic(), Mnemonic::Add | Mnemonic::Sub)
+            && i.op0_kind() == OpKind::Register
+            && i.op0_register().size() == 8
+            && matches!(
+                i.op1_kind(),
+                OpKind::Immediate8
+                    | OpKind::Immediate8to32
+                    | OpKind::Immediate8to64
+                    | OpKind::Immediate32
+                    | OpKind::Immediate32to64
+            );
     let fusible = matches!(
         i.mnemonic(),
         Mnemonic::Cmp

@@ -29,16 +29,30 @@ pub fn measurable(block: &[Instruction]) -> Option<String> {
         }
         if matches!(
             i.mnemonic(),
-            Mnemonic::Div | Mnemonic::Idiv | Mnemonic::Push | Mnemonic::Pop | Mnemonic::Leave | Mnemonic::Enter
-                | Mnemonic::Syscall | Mnemonic::Cpuid | Mnemonic::Rdtsc | Mnemonic::Rdtscp | Mnemonic::Int3
-                | Mnemonic::Ud2 | Mnemonic::Hlt | Mnemonic::Xgetbv | Mnemonic::Rdrand | Mnemonic::Rdseed
+            Mnemonic::Div
+                | Mnemonic::Idiv
+                | Mnemonic::Push
+                | Mnemonic::Pop
+                | Mnemonic::Leave
+                | Mnemonic::Enter
+                | Mnemonic::Syscall
+                | Mnemonic::Cpuid
+                | Mnemonic::Rdtsc
+                | Mnemonic::Rdtscp
+                | Mnemonic::Int3
+                | Mnemonic::Ud2
+                | Mnemonic::Hlt
+                | Mnemonic::Xgetbv
+                | Mnemonic::Rdrand
+                | Mnemonic::Rdseed
         ) || i.has_rep_prefix()
             || i.has_repne_prefix()
         {
             return Some(format!("{:?} is not measurable", i.mnemonic()));
         }
         for k in 0..i.op_count() {
-            if i.op_kind(k) == OpKind::Register && i.op_register(k).full_register() == Register::RSP {
+            if i.op_kind(k) == OpKind::Register && i.op_register(k).full_register() == Register::RSP
+            {
                 return Some("uses rsp".into());
             }
         }
@@ -46,7 +60,9 @@ pub fn measurable(block: &[Instruction]) -> Option<String> {
             return Some("rsp-based memory".into());
         }
         let disp = i.memory_displacement64() as i64;
-        if (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory) && disp.unsigned_abs() >= REGION / 2 {
+        if (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory)
+            && disp.unsigned_abs() >= REGION / 2
+        {
             return Some("displacement outside the buffer".into());
         }
         if i.memory_index() != Register::None {
@@ -90,17 +106,30 @@ fn build(block: &[u8], copies: usize, code_base: u64, data: u64, buf_mid: u64) -
     let disp = i32::from_le_bytes(c.bytes[n - 8..n - 4].try_into().unwrap()) - 4;
     c.bytes[n - 8..n - 4].copy_from_slice(&disp.to_le_bytes());
     c.rel(code_base, &[0x0f, 0xae, 0x15], mxcsr); // ldmxcsr [rip+mxcsr]
-    // mov REG, imm64 for rbx, rcx, rsi, rdi, rbp, r8..r15 (rax, rdx after the timestamp).
+                                                  // mov REG, imm64 for rbx, rcx, rsi, rdi, rbp, r8..r15 (rax, rdx after the timestamp).
     let others: [&[u8]; 13] = [
-        &[0x48, 0xbb], &[0x48, 0xb9], &[0x48, 0xbe], &[0x48, 0xbf], &[0x48, 0xbd], &[0x49, 0xb8], &[0x49, 0xb9],
-        &[0x49, 0xba], &[0x49, 0xbb], &[0x49, 0xbc], &[0x49, 0xbd], &[0x49, 0xbe], &[0x49, 0xbf],
+        &[0x48, 0xbb],
+        &[0x48, 0xb9],
+        &[0x48, 0xbe],
+        &[0x48, 0xbf],
+        &[0x48, 0xbd],
+        &[0x49, 0xb8],
+        &[0x49, 0xb9],
+        &[0x49, 0xba],
+        &[0x49, 0xbb],
+        &[0x49, 0xbc],
+        &[0x49, 0xbd],
+        &[0x49, 0xbe],
+        &[0x49, 0xbf],
     ];
     for (k, op) in others.iter().enumerate() {
         c.emit(op);
         c.emit(&(buf_mid + (k as u64 + 2) * REGION).to_le_bytes());
     }
     // Timestamp (uses rax, rdx: reset them after).
-    c.emit(&[0x0f, 0xae, 0xe8, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0]); // lfence; rdtsc; shl rdx,32; or rax,rdx
+    c.emit(&[
+        0x0f, 0xae, 0xe8, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0,
+    ]); // lfence; rdtsc; shl rdx,32; or rax,rdx
     c.rel(code_base, &[0x48, 0x89, 0x05], start); // mov [rip+start], rax
     c.emit(&[0x48, 0xb8]); // mov rax, region 0
     c.emit(&buf_mid.to_le_bytes());
@@ -118,9 +147,13 @@ fn build(block: &[u8], copies: usize, code_base: u64, data: u64, buf_mid: u64) -
     let end = code_base + (c.bytes.len() + 6) as u64;
     c.emit(&[0x0f, 0x85]); // jnz top
     c.emit(&((top as i64 - end as i64) as i32).to_le_bytes());
-    c.emit(&[0x0f, 0xae, 0xe8, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0]); // lfence; rdtsc; combine
+    c.emit(&[
+        0x0f, 0xae, 0xe8, 0x0f, 0x31, 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0,
+    ]); // lfence; rdtsc; combine
     c.rel(code_base, &[0x48, 0x2b, 0x05], start); // sub rax, [rip+start]
-    c.emit(&[0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, 0x5d, 0x5b, 0xc3]); // pop r15..r12, rbp, rbx; ret
+    c.emit(&[
+        0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, 0x5d, 0x5b, 0xc3,
+    ]); // pop r15..r12, rbp, rbx; ret
     c.bytes
 }
 
@@ -143,7 +176,12 @@ unsafe fn run_once(block: &[u8], copies: usize, iterations: u64, buf_mid: u64) -
     let code_base = data + 4096;
     let code = build(block, copies, code_base, data, buf_mid);
     std::ptr::copy_nonoverlapping(code.as_ptr(), (code_base) as *mut u8, code.len());
-    if libc::mprotect(code_base as *mut libc::c_void, (pages - 1) * 4096, libc::PROT_READ | libc::PROT_EXEC) != 0 {
+    if libc::mprotect(
+        code_base as *mut libc::c_void,
+        (pages - 1) * 4096,
+        libc::PROT_READ | libc::PROT_EXEC,
+    ) != 0
+    {
         libc::munmap(map, pages * 4096);
         return None;
     }
@@ -201,7 +239,8 @@ pub fn measure(block: &[u8], instructions: usize, cpu: usize) -> Option<Measured
             let clock = core_clock::calibrate();
             // Size the outer loop for ~0.5 ms per run.
             let probe = run_once(block, b, 4, mid).unwrap_or(1).max(1);
-            let iterations = ((clock.tsc_hz * 0.0005) / (probe as f64 / 4.0)).clamp(2.0, 1e6) as u64;
+            let iterations =
+                ((clock.tsc_hz * 0.0005) / (probe as f64 / 4.0)).clamp(2.0, 1e6) as u64;
             let mut best_a = u64::MAX;
             let mut best_b = u64::MAX;
             for _ in 0..25 {
@@ -219,7 +258,10 @@ pub fn measure(block: &[u8], instructions: usize, cpu: usize) -> Option<Measured
         libc::close(fds[0]);
         let mut status = 0;
         libc::waitpid(pid, &mut status, 0);
-        (n == 16 && out[0].is_finite() && out[0] > 0.0).then_some(Measured { cycles: out[0], ticks_per_cycle: out[1] })
+        (n == 16 && out[0].is_finite() && out[0] > 0.0).then_some(Measured {
+            cycles: out[0],
+            ticks_per_cycle: out[1],
+        })
     }
 }
 

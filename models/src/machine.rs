@@ -85,7 +85,10 @@ impl Machine {
             }
         }
         if !matches!(m.memory_renaming.as_str(), "none" | "stack" | "any") {
-            return Err(MachineError::Invalid { name: name.into(), detail: "memory_renaming is none, stack or any".into() });
+            return Err(MachineError::Invalid {
+                name: name.into(),
+                detail: "memory_renaming is none, stack or any".into(),
+            });
         }
         if m.dispatch_width == 0 || m.retire_width == 0 || m.rob_size == 0 {
             return Err(MachineError::Invalid {

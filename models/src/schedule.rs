@@ -189,6 +189,8 @@ struct SimResult {
     dyns: Vec<Dyn>,
     uops: Vec<Uop>,
     head: Vec<u64>, // per dynamic instr: cycles at ROB head
+    /// Iterations of the steady state the results are measured over.
+    measured: std::ops::Range<usize>,
 }
 
 impl<'m> Sim<'m> {
@@ -419,6 +421,19 @@ impl<'m> Sim<'m> {
                         }
                     } else if sh.imm_add && m.immediate_folding {
                         // Folded at rename: the value is ready when its source is.
+                        let src = sh
+                            .reads
+                            .iter()
+                            .chain(sh.addr_reads.iter())
+                            .find(|r| **r != crate::classify::FLAGS);
+                        match src.and_then(|r| producer.get(r).copied()) {
+                            Some(p) => {
+                                producer.insert(*w, p);
+                            }
+                            None => {
+                                producer.remove(w);
+                            }
+                        }
                     } else if let Some(l) = load_uop {
                         producer.insert(*w, l);
                     }
@@ -444,7 +459,12 @@ impl<'m> Sim<'m> {
         let mut rob: VecDeque<usize> = VecDeque::new();
         let mut retired = 0usize;
         let mut cycle: u64 = 0;
-        while retired < total && cycle < 10_000_000 {
+        // Steady state: stop once the last window of `w` iterations retired at
+        // the same rate as the window before it.
+        let w = (64 / n.max(1)).clamp(4, 32);
+        let mut ends: Vec<u64> = Vec::with_capacity(iterations);
+        let mut measured = (iterations / 2)..iterations;
+        'sim: while retired < total && cycle < 10_000_000 {
             // Retire.
             let mut r = 0;
             while let Some(&front) = rob.front() {
@@ -462,6 +482,18 @@ impl<'m> Sim<'m> {
                 rob.pop_front();
                 retired += 1;
                 r += 1;
+                if retired % n == 0 {
+                    ends.push(cycle);
+                    let k = ends.len();
+                    if k >= 3 * w + 1 {
+                        let last = (ends[k - 1] - ends[k - 1 - w]) as f64;
+                        let prev = (ends[k - 1 - w] - ends[k - 1 - 2 * w]) as f64;
+                        if (last - prev).abs() <= 0.01 * last.max(1.0) {
+                            measured = (k - w)..k;
+                            break 'sim;
+                        }
+                    }
+                }
             }
             // Head of the ROB this cycle (or the next to dispatch when empty).
             if let Some(&front) = rob.front() {
@@ -472,19 +504,24 @@ impl<'m> Sim<'m> {
             // Issue, oldest first.
             let mut still = Vec::with_capacity(waiting.len());
             for &u in &waiting {
-                let ready = uops[u]
-                    .deps
-                    .iter()
-                    .map(|&(p, extra)| uops[p].complete.map(|c| c + extra as u64))
-                    .try_fold(0u64, |acc, c| c.map(|c| acc.max(c)));
-                let Some(ready_at) = ready else {
-                    still.push(u);
-                    continue;
+                // Ready time, computed once every input has issued (its completion is then known).
+                let ready_at = match uops[u].ready {
+                    Some(r) => r,
+                    None => {
+                        let ready = uops[u]
+                            .deps
+                            .iter()
+                            .map(|&(p, extra)| uops[p].complete.map(|c| c + extra as u64))
+                            .try_fold(0u64, |acc, c| c.map(|c| acc.max(c)));
+                        let Some(ready_at) = ready else {
+                            still.push(u);
+                            continue;
+                        };
+                        let r = ready_at.max(dyns[uops[u].insn].dispatched + 1);
+                        uops[u].ready = Some(r);
+                        r
+                    }
                 };
-                let ready_at = ready_at.max(dyns[uops[u].insn].dispatched + 1);
-                if uops[u].ready.is_none() && ready_at <= cycle {
-                    uops[u].ready = Some(ready_at);
-                }
                 if ready_at > cycle {
                     still.push(u);
                     continue;
@@ -550,7 +587,12 @@ impl<'m> Sim<'m> {
             }
             cycle += 1;
         }
-        SimResult { dyns, uops, head }
+        SimResult {
+            dyns,
+            uops,
+            head,
+            measured,
+        }
     }
 }
 
@@ -578,15 +620,18 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     }
     .run(block, &shapes, iterations, opts.mode);
 
-    let half = iterations / 2;
     let last_retire =
         |r: &SimResult, it: usize| r.dyns[(it + 1) * n - 1].retired.unwrap_or(0) as f64;
-    let span = (iterations - 1 - (half - 1)) as f64;
-    let cpi = (last_retire(&res, iterations - 1) - last_retire(&res, half - 1)) / span;
-    let chain = (last_retire(&ideal, iterations - 1) - last_retire(&ideal, half - 1)) / span;
+    let rate = |r: &SimResult| {
+        let (a, b) = (r.measured.start, r.measured.end);
+        (last_retire(r, b - 1) - last_retire(r, a - 1)) / (b - a) as f64
+    };
+    let cpi = rate(&res);
+    let chain = rate(&ideal);
+    let half = res.measured.start;
 
     // Per instruction, over the measured iterations.
-    let measured = half..iterations;
+    let measured = res.measured.clone();
     let per_iter = measured.len() as f64;
     let show_iter = half;
     let base = res.dyns[show_iter * n].dispatched;
@@ -773,7 +818,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     };
 
     let mut timeline = Vec::new();
-    for it in half..(half + 2).min(iterations) {
+    for it in half..(half + 2).min(res.measured.end) {
         for s in 0..n {
             let dy = &res.dyns[it * n + s];
             timeline.push(TimelineRow {
@@ -891,7 +936,11 @@ mod tests {
         // mov %rax,(%rdi); mov (%rdi),%rax: the load forwards from the store
         // (Skylake: 5 cycles), or is renamed (Golden Cove: measured 0.50 cycles).
         let a = run("48 89 07 48 8b 07", "skylake", RepeatMode::Unrolled);
-        assert!(close(a.cycles_per_iteration, 5.0), "{}", a.cycles_per_iteration);
+        assert!(
+            close(a.cycles_per_iteration, 5.0),
+            "{}",
+            a.cycles_per_iteration
+        );
         assert!(close(cpi("48 89 07 48 8b 07", "golden-cove"), 0.5));
         // A read-modify-write with a register source is not renamed (measured 7.3).
         assert!(cpi("48 01 00", "golden-cove") >= 5.0);
