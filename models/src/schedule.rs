@@ -482,10 +482,10 @@ impl<'m> Sim<'m> {
                 rob.pop_front();
                 retired += 1;
                 r += 1;
-                if retired % n == 0 {
+                if retired.is_multiple_of(n) {
                     ends.push(cycle);
                     let k = ends.len();
-                    if k >= 3 * w + 1 {
+                    if k > 3 * w {
                         let last = (ends[k - 1] - ends[k - 1 - w]) as f64;
                         let prev = (ends[k - 1 - w] - ends[k - 1 - 2 * w]) as f64;
                         if (last - prev).abs() <= 0.01 * last.max(1.0) {
