@@ -7,7 +7,10 @@ pub fn demangle(name: &str) -> String {
         Some(i) if i > 0 => (&name[..i], &name[i..]),
         _ => (name, ""),
     };
-    let rust_legacy = base.starts_with("_ZN") && base.contains("17h") && base.ends_with('E');
+    // Legacy Rust symbols end in a 17h<hash>E segment, possibly followed by
+    // a compiler suffix (`.llvm.1234`).
+    let core = base.split('.').next().unwrap_or(base);
+    let rust_legacy = core.starts_with("_ZN") && core.contains("17h") && core.ends_with('E');
     if base.starts_with("_R") || rust_legacy {
         if let Ok(d) = rustc_demangle::try_demangle(base) {
             return format!("{d:#}{version}");
@@ -39,6 +42,12 @@ mod tests {
             "std::vector<int, std::allocator<int> >::push_back(int const&)"
         );
         assert_eq!(demangle("_Z3fooi"), "foo(int)");
+        assert_eq!(
+            demangle(
+                "_ZN4core4hash3sip6Hasher5write17h042f9d37684ba7c8E.llvm.12758470801792646851"
+            ),
+            "core::hash::sip::Hasher::write"
+        );
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("memcpy@@GLIBC_2.14"), "memcpy@@GLIBC_2.14");
     }
