@@ -107,3 +107,38 @@ fn bad_input_is_a_clear_error() {
         assert!(err.contains(msg), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn calibrate_measures_the_host_and_writes_a_description() {
+    let _g = live();
+    let dir = tempdir();
+    let out_file = dir.path().join("cal.toml");
+    let out = dcpi()
+        .args(["calibrate", "--format", "json", "--write"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let class = |name: &str| {
+        v["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["class"] == name)
+            .unwrap()
+            .clone()
+    };
+    // Latency-bound chains are robust to a busy sibling thread.
+    let alu = class("alu")["measured_latency"].as_f64().unwrap();
+    let imul = class("imul")["measured_latency"].as_f64().unwrap();
+    assert!((alu - 1.0).abs() < 0.25, "{alu}");
+    assert!((imul - 3.0).abs() < 0.5, "{imul}");
+    // The written description is usable by `dcpi model`.
+    let m = model(&["--hex", "48 0f af c3", "--cpu", out_file.to_str().unwrap()]);
+    assert!(m["machine"].as_str().unwrap().ends_with("-calibrated"));
+}

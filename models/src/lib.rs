@@ -24,6 +24,7 @@
 //! ```
 
 pub mod block;
+pub mod calibrate;
 pub mod classify;
 pub mod core_clock;
 pub mod harness;

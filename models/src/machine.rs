@@ -2,11 +2,11 @@
 //! `models/machines/` (bundled into the binary), each figure with its source.
 
 use crate::classify::CLASSES;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How one instruction class executes.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 pub struct ClassCost {
     /// Ports any one of which can execute the class's µop (empty: no execution µop).
     pub ports: Vec<String>,
@@ -26,7 +26,7 @@ fn one() -> u32 {
 }
 
 /// A microarchitecture.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 pub struct Machine {
     pub name: String,
     pub description: String,
@@ -132,6 +132,11 @@ impl Machine {
     pub fn host() -> Machine {
         let h = crate::host::read();
         Machine::for_cpu(&h.cpu_vendor, h.cpu_family, h.cpu_model)
+    }
+
+    /// The description as TOML (for a calibrated copy).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
     }
 
     pub fn class(&self, name: &str) -> &ClassCost {

@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch.
 
+mod calibrate;
 mod collect;
 mod latency;
 mod model;
@@ -33,6 +34,8 @@ pub enum Command {
     Collect(collect::CollectArgs),
     /// Where the samples are: images, procedures, processes, statistics of run.
     Prof(prof::ProfArgs),
+    /// Measure the host's instruction latencies/throughputs with rdtsc; compare with the model.
+    Calibrate(calibrate::CalibrateArgs),
     /// Best-case pipeline model of a block: cycles per iteration, bottleneck, stalls, timeline.
     Model(model::ModelArgs),
     /// OSprof latency profiles of system calls: capture (`-- CMD`), `show`, `compare`.
@@ -46,5 +49,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Prof(a) => prof::run(a),
         Command::Latency(a) => latency::run(a),
         Command::Model(a) => model::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
     }
 }

@@ -1,0 +1,170 @@
+//! `dcpi calibrate`: measure the host with rdtsc alone (the
+//! [`harness`](crate::harness)) — latency of each instruction class from a
+//! dependent chain, reciprocal throughput from eight independent instances —
+//! compare with the machine description, and produce a calibrated one.
+
+use crate::harness::measure;
+use crate::machine::Machine;
+use serde::Serialize;
+
+/// One probe: a class, its dependent-chain block and its independent block.
+struct Probe {
+    class: &'static str,
+    /// Instructions in the chain block (the chain's length).
+    chain: &'static [u8],
+    chain_len: usize,
+    /// Eight independent instances.
+    independent: &'static [u8],
+}
+
+const PROBES: &[Probe] = &[
+    Probe {
+        class: "alu",
+        chain: &[0x48, 0x01, 0xd8], // add %rbx,%rax
+        chain_len: 1,
+        // add %rbx into rax, rcx, rdx, rsi, rdi, r8, r9, r10
+        independent: &[
+            0x48, 0x01, 0xd8, 0x48, 0x01, 0xd9, 0x48, 0x01, 0xda, 0x48, 0x01, 0xde, 0x48, 0x01,
+            0xdf, 0x49, 0x01, 0xd8, 0x49, 0x01, 0xd9, 0x49, 0x01, 0xda,
+        ],
+    },
+    Probe {
+        class: "imul",
+        chain: &[0x48, 0x0f, 0xaf, 0xc3], // imul %rbx,%rax
+        chain_len: 1,
+        independent: &[
+            0x48, 0x0f, 0xaf, 0xc3, 0x48, 0x0f, 0xaf, 0xcb, 0x48, 0x0f, 0xaf, 0xd3, 0x48, 0x0f,
+            0xaf, 0xf3, 0x48, 0x0f, 0xaf, 0xfb, 0x4c, 0x0f, 0xaf, 0xc3, 0x4c, 0x0f, 0xaf, 0xcb,
+            0x4c, 0x0f, 0xaf, 0xd3,
+        ],
+    },
+    Probe {
+        class: "shift",
+        chain: &[0x48, 0xc1, 0xe0, 0x03], // shl $3,%rax
+        chain_len: 1,
+        independent: &[
+            0x48, 0xc1, 0xe0, 0x03, 0x48, 0xc1, 0xe1, 0x03, 0x48, 0xc1, 0xe2, 0x03, 0x48, 0xc1,
+            0xe6, 0x03, 0x48, 0xc1, 0xe7, 0x03, 0x49, 0xc1, 0xe0, 0x03, 0x49, 0xc1, 0xe1, 0x03,
+            0x49, 0xc1, 0xe2, 0x03,
+        ],
+    },
+    Probe {
+        class: "load",
+        chain: &[0x48, 0x8b, 0x00], // mov (%rax),%rax: pointer chase
+        chain_len: 1,
+        // mov (%rbx) into rax, rcx, rdx, rsi, rdi, r8, r9, r10
+        independent: &[
+            0x48, 0x8b, 0x03, 0x48, 0x8b, 0x0b, 0x48, 0x8b, 0x13, 0x48, 0x8b, 0x33, 0x48, 0x8b,
+            0x3b, 0x4c, 0x8b, 0x03, 0x4c, 0x8b, 0x0b, 0x4c, 0x8b, 0x13,
+        ],
+    },
+    Probe {
+        class: "fp_add",
+        chain: &[0xf2, 0x0f, 0x58, 0xc1], // addsd %xmm1,%xmm0
+        chain_len: 1,
+        // addsd %xmm8 into xmm0..xmm7
+        independent: &[
+            0xf2, 0x41, 0x0f, 0x58, 0xc0, 0xf2, 0x41, 0x0f, 0x58, 0xc8, 0xf2, 0x41, 0x0f, 0x58,
+            0xd0, 0xf2, 0x41, 0x0f, 0x58, 0xd8, 0xf2, 0x41, 0x0f, 0x58, 0xe0, 0xf2, 0x41, 0x0f,
+            0x58, 0xe8, 0xf2, 0x41, 0x0f, 0x58, 0xf0, 0xf2, 0x41, 0x0f, 0x58, 0xf8,
+        ],
+    },
+    Probe {
+        class: "fp_mul",
+        chain: &[0xf2, 0x0f, 0x59, 0xc1], // mulsd %xmm1,%xmm0
+        chain_len: 1,
+        independent: &[
+            0xf2, 0x41, 0x0f, 0x59, 0xc0, 0xf2, 0x41, 0x0f, 0x59, 0xc8, 0xf2, 0x41, 0x0f, 0x59,
+            0xd0, 0xf2, 0x41, 0x0f, 0x59, 0xd8, 0xf2, 0x41, 0x0f, 0x59, 0xe0, 0xf2, 0x41, 0x0f,
+            0x59, 0xe8, 0xf2, 0x41, 0x0f, 0x59, 0xf0, 0xf2, 0x41, 0x0f, 0x59, 0xf8,
+        ],
+    },
+    Probe {
+        class: "vec_alu",
+        chain: &[0x66, 0x0f, 0xfe, 0xc1], // paddd %xmm1,%xmm0
+        chain_len: 1,
+        independent: &[
+            0x66, 0x41, 0x0f, 0xfe, 0xc0, 0x66, 0x41, 0x0f, 0xfe, 0xc8, 0x66, 0x41, 0x0f, 0xfe,
+            0xd0, 0x66, 0x41, 0x0f, 0xfe, 0xd8, 0x66, 0x41, 0x0f, 0xfe, 0xe0, 0x66, 0x41, 0x0f,
+            0xfe, 0xe8, 0x66, 0x41, 0x0f, 0xfe, 0xf0, 0x66, 0x41, 0x0f, 0xfe, 0xf8,
+        ],
+    },
+];
+
+/// Measured vs described, per class.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassCalibration {
+    pub class: String,
+    pub model_latency: u32,
+    pub measured_latency: Option<f64>,
+    /// Model reciprocal throughput: occupancy / number of ports.
+    pub model_rthroughput: f64,
+    pub measured_rthroughput: Option<f64>,
+    /// The latency or throughput differs from the description by more than 15%.
+    pub disagrees: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    pub machine: String,
+    pub ticks_per_cycle: f64,
+    pub classes: Vec<ClassCalibration>,
+}
+
+/// Measures every probed class on CPU `cpu`.
+pub fn calibrate(machine: &Machine, cpu: usize) -> Calibration {
+    let mut classes = Vec::new();
+    let mut tpc = 0.0;
+    for p in PROBES {
+        let lat = measure(p.chain, p.chain_len, cpu);
+        let tput = measure(p.independent, 8, cpu);
+        if let Some(m) = lat {
+            tpc = m.ticks_per_cycle;
+        }
+        let cost = machine.class(p.class);
+        let model_rt = cost.occupancy as f64 / cost.ports.len().max(1) as f64;
+        let measured_latency = lat.map(|m| m.cycles / p.chain_len as f64);
+        let measured_rthroughput = tput.map(|m| m.cycles / 8.0);
+        let off = |model: f64, got: Option<f64>| {
+            got.is_some_and(|g| (g - model).abs() > 0.15 * model.max(0.2))
+        };
+        classes.push(ClassCalibration {
+            class: p.class.into(),
+            model_latency: cost.latency,
+            measured_latency,
+            model_rthroughput: model_rt,
+            measured_rthroughput,
+            disagrees: off(cost.latency as f64, measured_latency)
+                || off(model_rt, measured_rthroughput),
+        });
+    }
+    Calibration {
+        machine: machine.name.clone(),
+        ticks_per_cycle: tpc,
+        classes,
+    }
+}
+
+impl Calibration {
+    /// The description with measured latencies (rounded to whole cycles) put
+    /// in, their sources saying so. Throughput disagreements are reported,
+    /// not applied: ports are the model's structure, not a number to fit.
+    pub fn apply(&self, machine: &Machine, host: &str) -> Machine {
+        let mut m = machine.clone();
+        m.name = format!("{}-calibrated", machine.name);
+        m.description = format!("{} (latencies calibrated on {host})", machine.description);
+        for c in &self.classes {
+            if let (Some(lat), Some(cost)) = (c.measured_latency, m.classes.get_mut(&c.class)) {
+                let rounded = lat.round().max(0.0) as u32;
+                if rounded != cost.latency {
+                    cost.source = format!(
+                        "calibrated: {lat:.2} cycles on {host} (was {}; {})",
+                        cost.latency, cost.source
+                    );
+                    cost.latency = rounded;
+                }
+            }
+        }
+        m
+    }
+}

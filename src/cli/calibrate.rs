@@ -1,0 +1,81 @@
+//! `dcpi calibrate`: measure the host's instruction latencies and throughputs
+//! with rdtsc, show where the machine description disagrees, and optionally
+//! write a calibrated description for `dcpi model --cpu FILE`.
+
+use super::Format;
+use anyhow::Context;
+use clap::Args;
+use dcpi_models::calibrate::calibrate;
+use dcpi_models::machine::Machine;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Description to compare with (default: the host's).
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// CPU to measure on.
+    #[arg(long = "on-cpu", default_value_t = 0)]
+    pub on_cpu: usize,
+    /// Write a description with the measured latencies to FILE (.toml).
+    #[arg(long)]
+    pub write: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
+}
+
+pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
+    let machine = match &a.cpu {
+        Some(n) => Machine::by_name(n)?,
+        None => Machine::host(),
+    };
+    let cal = calibrate(&machine, a.on_cpu);
+    if let Some(path) = &a.write {
+        let host = dcpi_models::host::read();
+        let m = cal.apply(
+            &machine,
+            &format!("{} ({})", host.hostname, host.cpu_model_name),
+        );
+        std::fs::write(path, m.to_toml()).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "dcpi: calibrated description written to {} (use: dcpi model --cpu {})",
+            path.display(),
+            path.display()
+        );
+    }
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&cal)?),
+        Format::Text => {
+            let mut out = String::new();
+            let _ = writeln!(
+                out,
+                "Machine description: {}; TSC ticks per core cycle: {:.3}",
+                cal.machine, cal.ticks_per_cycle
+            );
+            let _ = writeln!(
+                out,
+                "{:<10} {:>9} {:>9} {:>12} {:>12}  ",
+                "class", "latency", "measured", "recip. tput", "measured"
+            );
+            for c in &cal.classes {
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:>9} {:>9} {:>12.2} {:>12}  {}",
+                    c.class,
+                    c.model_latency,
+                    opt(c.measured_latency),
+                    c.model_rthroughput,
+                    opt(c.measured_rthroughput),
+                    if c.disagrees { "<- disagrees" } else { "" }
+                );
+            }
+            print!("{out}");
+        }
+    }
+    Ok(0)
+}
