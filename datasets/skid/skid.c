@@ -1,0 +1,83 @@
+/* Where do timer samples land relative to the slow instruction?
+ * Three loops, selected by argv[1]:
+ *   imul  - a dependent imul chain, then independent adds
+ *   chase - a pointer chase through 64 MiB (cache misses), then adds
+ *   alu   - independent adds only (no long-latency instruction)
+ * Each loop's instructions are labelled skid_<mode>_<k> so their addresses
+ * can be found with nm. Iterations from argv[2]. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void imul_loop(long n)
+{
+    long a = 3, b = 5, c = 0, d = 0;
+    __asm__ volatile(
+        ".globl skid_imul_0\n skid_imul_0: imul %[b], %[a]\n"
+        ".globl skid_imul_1\n skid_imul_1: add $1, %[c]\n"
+        ".globl skid_imul_2\n skid_imul_2: add $1, %[d]\n"
+        ".globl skid_imul_3\n skid_imul_3: dec %[n]\n"
+        ".globl skid_imul_4\n skid_imul_4: jnz skid_imul_0\n"
+        : [a] "+r"(a), [c] "+r"(c), [d] "+r"(d), [n] "+r"(n)
+        : [b] "r"(b));
+    printf("%ld %ld %ld\n", a, c, d);
+}
+
+static void chase_loop(long n)
+{
+    size_t words = (64u << 20) / sizeof(void *);
+    void **mem = malloc(words * sizeof(void *));
+    size_t *perm = malloc(words / 8 * sizeof(size_t));
+    if (!mem || !perm)
+        return;
+    /* One pointer per cache line, visited in a random cyclic order. */
+    size_t lines = words / 8;
+    for (size_t i = 0; i < lines; i++)
+        perm[i] = i;
+    unsigned long x = 88172645463325252UL;
+    for (size_t i = lines - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t j = x % (i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (size_t i = 0; i < lines; i++)
+        mem[perm[i] * 8] = &mem[perm[(i + 1) % lines] * 8];
+    void *p = &mem[perm[0] * 8];
+    long c = 0, d = 0;
+    __asm__ volatile(
+        ".globl skid_chase_0\n skid_chase_0: mov (%[p]), %[p]\n"
+        ".globl skid_chase_1\n skid_chase_1: add $1, %[c]\n"
+        ".globl skid_chase_2\n skid_chase_2: add $1, %[d]\n"
+        ".globl skid_chase_3\n skid_chase_3: dec %[n]\n"
+        ".globl skid_chase_4\n skid_chase_4: jnz skid_chase_0\n"
+        : [p] "+r"(p), [c] "+r"(c), [d] "+r"(d), [n] "+r"(n));
+    printf("%p %ld %ld\n", p, c, d);
+}
+
+static void alu_loop(long n)
+{
+    long a = 0, b = 0, c = 0, d = 0, e = 0;
+    __asm__ volatile(
+        ".globl skid_alu_0\n skid_alu_0: add $1, %[a]\n"
+        ".globl skid_alu_1\n skid_alu_1: add $1, %[b]\n"
+        ".globl skid_alu_2\n skid_alu_2: add %[a], %[c]\n"
+        ".globl skid_alu_3\n skid_alu_3: add %[b], %[d]\n"
+        ".globl skid_alu_4\n skid_alu_4: xor %[c], %[e]\n"
+        ".globl skid_alu_5\n skid_alu_5: dec %[n]\n"
+        ".globl skid_alu_6\n skid_alu_6: jnz skid_alu_0\n"
+        : [a] "+r"(a), [b] "+r"(b), [c] "+r"(c), [d] "+r"(d), [e] "+r"(e), [n] "+r"(n));
+    printf("%ld %ld\n", d, e);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "imul";
+    long n = argc > 2 ? atol(argv[2]) : 300000000L;
+    if (!strcmp(mode, "imul"))
+        imul_loop(n);
+    else if (!strcmp(mode, "chase"))
+        chase_loop(n);
+    else
+        alu_loop(n);
+    return 0;
+}
