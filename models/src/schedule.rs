@@ -24,7 +24,7 @@ use crate::classify::{shape, MemAddr, Reg, Shape};
 use crate::machine::Machine;
 use iced_x86::InstructionInfoFactory;
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Why an instruction waited.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -124,7 +124,7 @@ pub struct Analysis {
 #[derive(Debug, Clone)]
 struct Uop {
     insn: usize, // dynamic instruction id
-    ports: Vec<usize>,
+    ports: std::rc::Rc<[usize]>,
     latency: u32,
     occupancy: u32,
     deps: Vec<(usize, u32)>, // (uop id, extra latency beyond the producer's)
@@ -161,6 +161,29 @@ fn reg_name(r: Reg) -> String {
         .find(|x| *x as Reg == r)
         .map(|x| format!("%{:?}", x).to_lowercase())
         .unwrap_or_else(|| format!("r{r}"))
+}
+
+/// Last producer µop of each register (indexed by [`Reg`]; a flat table is
+/// much cheaper than a map on this hot path).
+struct Producers(Vec<Option<usize>>);
+
+impl Producers {
+    fn get(&self, r: &Reg) -> Option<&usize> {
+        self.0.get(*r as usize).and_then(|x| x.as_ref())
+    }
+    fn contains_key(&self, r: &Reg) -> bool {
+        self.get(r).is_some()
+    }
+    fn insert(&mut self, r: Reg, u: usize) {
+        if let Some(x) = self.0.get_mut(r as usize) {
+            *x = Some(u);
+        }
+    }
+    fn remove(&mut self, r: &Reg) {
+        if let Some(x) = self.0.get_mut(*r as usize) {
+            *x = None;
+        }
+    }
 }
 
 /// Options of one analysis.
@@ -208,7 +231,13 @@ impl<'m> Sim<'m> {
         let m = self.m;
         let n = block.len();
         let (width, rob_cap, retire_w, bytes_pc) = if self.ideal {
-            (u32::MAX / 4, usize::MAX / 4, u32::MAX / 4, u32::MAX / 4)
+            // Unbounded for practical purposes (two iterations dispatched and
+            // 64 in flight per cycle), but finite so the graph is built lazily.
+            let slots: u32 = shapes
+                .iter()
+                .map(|s| m.class(s.class).uops.max(1) + 1)
+                .sum();
+            (2 * slots, 64 * n.max(1), u32::MAX / 4, u32::MAX / 4)
         } else {
             (
                 m.dispatch_width,
@@ -219,14 +248,33 @@ impl<'m> Sim<'m> {
         };
         let mut uops: Vec<Uop> = Vec::new();
         let mut dyns: Vec<Dyn> = Vec::new();
-        let mut producer: HashMap<Reg, usize> = HashMap::new();
+        let mut producer = Producers(vec![None; crate::classify::FLAGS as usize + 1]);
         // (address, producers of its registers, store-data µop, static index)
         let mut stores: VecDeque<(MemAddr, Vec<Option<usize>>, usize, usize)> = VecDeque::new();
         let fuse_next = |s: usize| -> bool {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
-        // Build the dynamic µop graph.
-        for it in 0..iterations {
+        // Port index sets per class, built once.
+        let mut sets: std::collections::BTreeMap<&str, std::rc::Rc<[usize]>> =
+            std::collections::BTreeMap::new();
+        for (name, cost) in &m.classes {
+            sets.insert(
+                name.as_str(),
+                cost.ports.iter().map(|p| self.port_index(p)).collect(),
+            );
+        }
+        let alu_ports = sets
+            .get("alu")
+            .cloned()
+            .unwrap_or_else(|| std::rc::Rc::from(Vec::new()));
+        let port_set = |class: &str| {
+            sets.get(class)
+                .cloned()
+                .unwrap_or_else(|| alu_ports.clone())
+        };
+        // The dynamic µop graph is built one iteration at a time, as dispatch
+        // needs it, so a simulation that reaches its steady state early stops early.
+        let mut build_iteration = |it: usize, uops: &mut Vec<Uop>, dyns: &mut Vec<Dyn>| {
             let mut s = 0;
             while s < n {
                 let sh = &shapes[s];
@@ -292,7 +340,7 @@ impl<'m> Sim<'m> {
                             latency = m.store_forward_latency.saturating_sub(1).max(1);
                         }
                     }
-                    let ports = lc.ports.iter().map(|p| self.port_index(p)).collect();
+                    let ports = port_set(if sh.vector_mem { "vec_load" } else { "load" });
                     uops.push(Uop {
                         insn: id,
                         ports,
@@ -316,11 +364,6 @@ impl<'m> Sim<'m> {
                 };
                 let mut exec_uop = None;
                 if !fused_branch && sh.class != "nop" && !eliminated {
-                    let cls = if fuse_next(s) {
-                        m.class("branch")
-                    } else {
-                        cost
-                    };
                     let latency = cost.latency;
                     let mut deps: Vec<(usize, u32)> = sh
                         .reads
@@ -337,7 +380,7 @@ impl<'m> Sim<'m> {
                         deps.push((l, 0));
                         why.push(DepWhy::Reg(u16::MAX)); // the load's result
                     }
-                    let ports = cls.ports.iter().map(|p| self.port_index(p)).collect();
+                    let ports = port_set(if fuse_next(s) { "branch" } else { sh.class });
                     uops.push(Uop {
                         insn: id,
                         ports,
@@ -354,9 +397,7 @@ impl<'m> Sim<'m> {
                     d.exec = exec_uop;
                 }
                 if let Some(addr) = sh.store {
-                    let sa = m.class("store_addr");
-                    let sd = m.class("store_data");
-                    let ports: Vec<usize> = sa.ports.iter().map(|p| self.port_index(p)).collect();
+                    let ports = port_set("store_addr");
                     uops.push(Uop {
                         insn: id,
                         ports,
@@ -386,7 +427,7 @@ impl<'m> Sim<'m> {
                             .map(|r| DepWhy::Reg(*r))
                             .collect(),
                     };
-                    let ports: Vec<usize> = sd.ports.iter().map(|p| self.port_index(p)).collect();
+                    let ports = port_set("store_data");
                     uops.push(Uop {
                         insn: id,
                         ports,
@@ -446,28 +487,25 @@ impl<'m> Sim<'m> {
                 dyns.push(d);
                 s += 1;
             }
-            let _ = mode;
-        }
+        };
+        let _ = mode;
 
         // Cycle loop.
-        let total = dyns.len();
+        let total = iterations * n;
+        let mut built = 0usize;
         let mut head = vec![0u64; total];
         let mut port_free = vec![0u64; self.port_names.len().max(1)];
         let mut port_load = vec![0u64; self.port_names.len().max(1)];
         // Event-driven issue: a µop enters `ready_heap` once every input has
         // issued (so its ready time is known) and it is dispatched; from there
         // it moves to `issuable` (age order) when its time comes.
-        let mut pending: Vec<u32> = uops.iter().map(|u| u.deps.len() as u32).collect();
-        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); uops.len()];
-        for (u, uo) in uops.iter().enumerate() {
-            for &(p, _) in &uo.deps {
-                dependents[p].push(u);
-            }
-        }
-        let mut dispatched_uop = vec![false; uops.len()];
+        let mut pending: Vec<u32> = Vec::new();
+        let mut dependents: Vec<Vec<usize>> = Vec::new();
+        let mut dispatched_uop: Vec<bool> = Vec::new();
         let mut ready_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
             std::collections::BinaryHeap::new();
         let mut issuable: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
+        let mut candidates: Vec<usize> = Vec::new();
         let ready_time = |uops: &Vec<Uop>, u: usize, dispatched: u64| -> u64 {
             uops[u]
                 .deps
@@ -532,8 +570,9 @@ impl<'m> Sim<'m> {
                     ready_heap.pop();
                     issuable.insert(u);
                 }
-                let candidates: Vec<usize> = issuable.iter().copied().collect();
-                for u in candidates {
+                candidates.clear();
+                candidates.extend(issuable.iter().copied());
+                for &u in &candidates {
                     let port = if uops[u].ports.is_empty() || self.ideal {
                         None
                     } else {
@@ -569,6 +608,25 @@ impl<'m> Sim<'m> {
             let mut slots = 0u32;
             let mut bytes = 0u32;
             while next_dispatch < total {
+                if next_dispatch >= dyns.len() {
+                    let before = uops.len();
+                    build_iteration(built, &mut uops, &mut dyns);
+                    built += 1;
+                    for u in before..uops.len() {
+                        // Only inputs not issued yet will announce themselves.
+                        let mut waiting_on = 0;
+                        for k in 0..uops[u].deps.len() {
+                            let p = uops[u].deps[k].0;
+                            if uops[p].issued.is_none() {
+                                dependents[p].push(u);
+                                waiting_on += 1;
+                            }
+                        }
+                        pending.push(waiting_on);
+                        dependents.push(Vec::new());
+                        dispatched_uop.push(false);
+                    }
+                }
                 let d = &dyns[next_dispatch];
                 if rob.len() >= rob_cap {
                     if next_dispatch < total {
@@ -594,9 +652,9 @@ impl<'m> Sim<'m> {
                 }
                 slots += d.slots;
                 bytes += d.bytes;
-                let uu = d.uops.clone();
                 dyns[next_dispatch].dispatched = cycle;
-                for u in uu {
+                for k in 0..dyns[next_dispatch].uops.len() {
+                    let u = dyns[next_dispatch].uops[k];
                     dispatched_uop[u] = true;
                     if pending[u] == 0 {
                         let r = ready_time(&uops, u, cycle);
@@ -663,14 +721,34 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         let cost = machine.class(sh.class);
         let mut head = 0u64;
         let mut wait = 0u64;
-        let mut reasons: HashMap<String, (u64, Stall)> = HashMap::new();
+        // Compact reasons counted per iteration; turned into `Stall`s once.
+        #[derive(PartialEq, Clone, Copy)]
+        enum Why {
+            Dispatch(u8),
+            Dep {
+                reg: Reg,
+                producer: usize,
+                latency: u32,
+                carried: bool,
+            },
+            Forward(usize),
+            Unit,
+            Ports,
+        }
+        let mut reasons: Vec<(Why, u64)> = Vec::new();
+        let mut count = |w: Why| match reasons.iter_mut().find(|(x, _)| *x == w) {
+            Some(e) => e.1 += 1,
+            None => reasons.push((w, 1)),
+        };
         for it in measured.clone() {
             let id = it * n + s;
             head += res.head[id];
             let dy = &res.dyns[id];
-            if let Some(st) = &dy.dispatch_stall {
-                let e = reasons.entry(format!("{st:?}")).or_insert((0, st.clone()));
-                e.0 += 1;
+            match &dy.dispatch_stall {
+                Some(Stall::DispatchWidth) => count(Why::Dispatch(0)),
+                Some(Stall::RobFull) => count(Why::Dispatch(1)),
+                Some(Stall::FrontEnd { .. }) => count(Why::Dispatch(2)),
+                _ => {}
             }
             let Some(e) = dy.exec.or_else(|| dy.uops.first().copied()) else {
                 continue;
@@ -683,56 +761,74 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             wait += issued.saturating_sub(earliest);
             if ready > earliest {
                 // The input that arrived last explains the wait.
-                let (k, _) = u
+                let Some((k, _)) = u
                     .deps
                     .iter()
                     .enumerate()
                     .max_by_key(|(_, (p, x))| res.uops[*p].complete.unwrap_or(0) + *x as u64)
-                    .expect("ready > earliest implies a dependency");
+                else {
+                    continue;
+                };
                 let (p, _) = u.deps[k];
                 let pd = &res.dyns[res.uops[p].insn];
-                let stall = match &u.dep_why.get(k) {
-                    Some(DepWhy::Forward(st)) => Stall::StoreForward {
-                        store: *st,
-                        latency: machine.store_forward_latency,
-                    },
-                    Some(DepWhy::Reg(r)) => Stall::Dependency {
-                        register: if *r == u16::MAX {
-                            "load result".into()
-                        } else {
-                            reg_name(*r)
-                        },
+                match u.dep_why.get(k) {
+                    Some(DepWhy::Forward(st)) => count(Why::Forward(*st)),
+                    Some(DepWhy::Reg(r)) => count(Why::Dep {
+                        reg: *r,
                         producer: pd.stat,
-                        producer_text: block[pd.stat].text.clone(),
                         latency: res.uops[p].latency,
-                        loop_carried: pd.iter < it,
-                    },
-                    None => continue,
-                };
-                let key = match &stall {
-                    Stall::Dependency {
-                        register, producer, ..
-                    } => format!("dep {register} {producer}"),
-                    other => format!("{other:?}"),
-                };
-                let e = reasons.entry(key).or_insert((0, stall));
-                e.0 += 1;
+                        carried: pd.iter < it,
+                    }),
+                    None => {}
+                }
             } else if issued > ready {
-                let stall = if cost.occupancy > 1 {
-                    Stall::UnitBusy {
-                        unit: sh.class.to_string(),
-                    }
+                count(if cost.occupancy > 1 {
+                    Why::Unit
                 } else {
-                    Stall::PortContention {
-                        ports: cost.ports.clone(),
-                    }
-                };
-                let e = reasons.entry(format!("{stall:?}")).or_insert((0, stall));
-                e.0 += 1;
+                    Why::Ports
+                });
             }
         }
-        let mut stalls: Vec<(u64, Stall)> = reasons.into_values().collect();
-        stalls.sort_by_key(|s| std::cmp::Reverse(s.0));
+        reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+        let stalls: Vec<(u64, Stall)> = reasons
+            .into_iter()
+            .map(|(w, n)| {
+                let stall = match w {
+                    Why::Dispatch(0) => Stall::DispatchWidth,
+                    Why::Dispatch(1) => Stall::RobFull,
+                    Why::Dispatch(_) => Stall::FrontEnd {
+                        bytes_per_cycle: machine.decode_bytes.max(16),
+                    },
+                    Why::Dep {
+                        reg,
+                        producer,
+                        latency,
+                        carried,
+                    } => Stall::Dependency {
+                        register: if reg == u16::MAX {
+                            "load result".into()
+                        } else {
+                            reg_name(reg)
+                        },
+                        producer,
+                        producer_text: block[producer].text.clone(),
+                        latency,
+                        loop_carried: carried,
+                    },
+                    Why::Forward(store) => Stall::StoreForward {
+                        store,
+                        latency: machine.store_forward_latency,
+                    },
+                    Why::Unit => Stall::UnitBusy {
+                        unit: sh.class.to_string(),
+                    },
+                    Why::Ports => Stall::PortContention {
+                        ports: cost.ports.clone(),
+                    },
+                };
+                (n, stall)
+            })
+            .collect();
         let dy = &res.dyns[show_iter * n + s];
         let exec = dy.exec.map(|e| &res.uops[e]);
         let mut notes = Vec::new();
@@ -794,7 +890,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         for &u in &dy.uops {
             let uo = &res.uops[u];
             if !uo.ports.is_empty() {
-                per_port.push((uo.ports.clone(), uo.occupancy as f64));
+                per_port.push((uo.ports.to_vec(), uo.occupancy as f64));
             }
         }
     }
