@@ -142,3 +142,33 @@ fn calibrate_measures_the_host_and_writes_a_description() {
     let m = model(&["--hex", "48 0f af c3", "--cpu", out_file.to_str().unwrap()]);
     assert!(m["machine"].as_str().unwrap().ends_with("-calibrated"));
 }
+
+/// Text output of a fixed block on a fixed machine, compared with the file in
+/// tests/snapshots (the model is deterministic). After an intended change:
+/// UPDATE_SNAPSHOTS=1 cargo test --test model, and review the diff.
+#[test]
+fn text_report_snapshot() {
+    let out = dcpi()
+        .args([
+            "model",
+            "--hex",
+            "48 0f af c3 48 01 c1 48 8b 17 48 01 d6 48 ff c9 75 ef",
+            "--loop",
+            "--cpu",
+            "golden-cove",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/model_loop_golden_cove.txt");
+    let got = String::from_utf8(out.stdout).unwrap();
+    if std::env::var("UPDATE_SNAPSHOTS").is_ok() {
+        std::fs::write(&path, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        got, want,
+        "dcpi model output changed; if intended, UPDATE_SNAPSHOTS=1 and review the diff"
+    );
+}
