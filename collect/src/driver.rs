@@ -16,12 +16,14 @@
 use crate::daemon::DaemonMsg;
 use crate::hashtable::SampleTable;
 use crate::overflow::OverflowPair;
-use crate::perf_setup::{set_enabled, set_period, OpenEvents};
+use crate::perf_setup::{set_period, OpenEvents};
 use crate::process_tracker::{ProcEvent, ProcessTracker};
 use crate::records::{self, PerfRecord};
+use crate::ring_loop::{self, RingConsumer};
 use crate::stats::CollectorStats;
+use perf_event::Sampler;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -119,84 +121,12 @@ impl Driver {
 
     /// Runs until `stop` is set, then drains everything and sends `Finish`.
     pub fn run(mut self, stop: Arc<AtomicBool>) {
-        let mut next_flush = Instant::now() + self.config.flush_interval;
-        let mut round: Vec<PerfRecord> = Vec::with_capacity(4096);
-        let mut pollfds: Vec<libc::pollfd> = self
-            .events
-            .rings
-            .iter()
-            .map(|r| libc::pollfd {
-                fd: r.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        loop {
-            let stopping = stop.load(Ordering::Acquire);
-            if stopping {
-                for fd in self.fds() {
-                    set_enabled(fd, false);
-                }
-            } else {
-                let timeout = next_flush
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(50));
-                // SAFETY: pollfds is a valid array of pollfd.
-                let n = unsafe {
-                    libc::poll(
-                        pollfds.as_mut_ptr(),
-                        pollfds.len() as _,
-                        timeout.as_millis() as i32,
-                    )
-                };
-                if n > 0 {
-                    self.stats.ring_wakeups += 1;
-                }
-            }
-            let got = self.read_round(&mut round);
-            self.process_round(&mut round);
-            if got == 0 && !stopping && pollfds.iter().any(|p| p.revents & libc::POLLHUP != 0) {
-                // The monitored tasks are gone; avoid spinning on POLLHUP.
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if !stopping {
-                self.maybe_jitter();
-            }
-            if stopping || Instant::now() >= next_flush {
-                self.flush(stopping);
-                next_flush = Instant::now() + self.config.flush_interval;
-                if stopping {
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Reads every record now in the rings; returns how many.
-    fn read_round(&mut self, round: &mut Vec<PerfRecord>) -> usize {
-        let mut n = 0;
-        for ring in self.events.rings.iter_mut() {
-            while let Some(rec) = ring.next_record() {
-                n += 1;
-                let body = rec.to_contiguous();
-                match records::parse(rec.ty(), rec.misc(), &body) {
-                    Some(r) => round.push(r),
-                    None => self.stats.malformed_records += 1,
-                }
-            }
-        }
-        n
-    }
-
-    fn process_round(&mut self, round: &mut Vec<PerfRecord>) {
-        round.sort_by_key(|r| r.time());
-        for r in round.drain(..) {
-            self.process(r);
-        }
+        let interval = self.config.flush_interval;
+        ring_loop::run(&mut self, &stop, interval);
     }
 
     #[inline]
-    fn process(&mut self, r: PerfRecord) {
+    fn process_record(&mut self, r: PerfRecord) {
         match r {
             PerfRecord::Sample(s) => {
                 let Some(&event) = self.events.ids.get(&s.id) else {
@@ -281,7 +211,7 @@ impl Driver {
         self.next_jitter = now + gap;
     }
 
-    fn flush(&mut self, last: bool) {
+    fn flush_all(&mut self, last: bool) {
         for (table, pair) in self.tables.iter_mut().zip(self.pairs.iter_mut()) {
             table.drain_all(pair);
             pair.hand_off_partial();
@@ -322,4 +252,32 @@ pub fn monotonic_ns() -> u64 {
     // SAFETY: valid pointer to a timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl RingConsumer for Driver {
+    type Record = PerfRecord;
+    fn rings_and_parser(&mut self) -> (&mut [Sampler], ring_loop::Parser<'_, PerfRecord>) {
+        (&mut self.events.rings, Box::new(records::parse))
+    }
+    fn fds(&self) -> Vec<i32> {
+        Driver::fds(self)
+    }
+    fn time(r: &PerfRecord) -> u64 {
+        r.time()
+    }
+    fn process(&mut self, r: PerfRecord) {
+        self.process_record(r)
+    }
+    fn malformed(&mut self) {
+        self.stats.malformed_records += 1;
+    }
+    fn woke(&mut self) {
+        self.stats.ring_wakeups += 1;
+    }
+    fn idle(&mut self) {
+        self.maybe_jitter();
+    }
+    fn flush(&mut self, last: bool) {
+        self.flush_all(last)
+    }
 }

@@ -50,6 +50,7 @@ pub mod perf_setup;
 pub mod process_tracker;
 pub mod procfs;
 pub mod records;
+pub mod ring_loop;
 pub mod session;
 pub mod stats;
 

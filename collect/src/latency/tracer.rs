@@ -18,19 +18,20 @@ use super::tracefs::tracepoint_id;
 use crate::daemon::DaemonMsg;
 use crate::error::{CollectError, Result};
 use crate::fast_hash::FastHash;
-use crate::perf_setup::{set_enabled, Target};
+use crate::perf_setup::Target;
 use crate::process_tracker::{ProcEvent, ProcessTracker};
 use crate::procfs;
 use crate::records::{self, PerfRecord, SAMPLE_CPU, SAMPLE_IDENTIFIER, SAMPLE_TID, SAMPLE_TIME};
+use crate::ring_loop::{self, RingConsumer};
 use crate::stats::CollectorStats;
 use perf_event::events::Event;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 use perf_event_open_sys::bindings::perf_event_attr;
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SAMPLE_RAW: u64 = 1 << 10;
 const SAMPLE_TYPE: u64 = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_RAW;
@@ -150,7 +151,7 @@ pub fn open(target: &Target, ring_bytes: usize, sched_layer: bool) -> Result<Lat
 
 /// A record of the latency capture, in time order.
 #[derive(Debug)]
-enum LatRecord {
+pub enum LatRecord {
     Sys {
         enter: bool,
         pid: u32,
@@ -311,63 +312,8 @@ impl Tracer {
 
     /// Runs until `stop`, then drains and sends `Finish`.
     pub fn run(mut self, stop: Arc<AtomicBool>) {
-        let mut next_flush = Instant::now() + self.config.flush_interval;
-        let mut round: Vec<LatRecord> = Vec::with_capacity(4096);
-        let mut pollfds: Vec<libc::pollfd> = self
-            .events
-            .rings
-            .iter()
-            .map(|r| libc::pollfd {
-                fd: r.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        loop {
-            let stopping = stop.load(Ordering::Acquire);
-            if stopping {
-                for fd in self.fds() {
-                    set_enabled(fd, false);
-                }
-            } else {
-                let timeout = next_flush
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(50));
-                // SAFETY: pollfds is a valid array.
-                unsafe {
-                    libc::poll(
-                        pollfds.as_mut_ptr(),
-                        pollfds.len() as _,
-                        timeout.as_millis() as i32,
-                    )
-                };
-            }
-            let mut got = 0;
-            for ring in self.events.rings.iter_mut() {
-                while let Some(rec) = ring.next_record() {
-                    got += 1;
-                    let body = rec.to_contiguous();
-                    match parse(rec.ty(), rec.misc(), &body, &self.events.is_enter) {
-                        Some(r) => round.push(r),
-                        None => self.stats.malformed_records += 1,
-                    }
-                }
-            }
-            round.sort_by_key(|r| r.time());
-            for r in round.drain(..) {
-                self.process(r);
-            }
-            if got == 0 && !stopping && pollfds.iter().any(|p| p.revents & libc::POLLHUP != 0) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            if stopping || Instant::now() >= next_flush {
-                self.flush(stopping);
-                next_flush = Instant::now() + self.config.flush_interval;
-                if stopping {
-                    return;
-                }
-            }
-        }
+        let interval = self.config.flush_interval;
+        ring_loop::run(&mut self, &stop, interval);
     }
 
     fn add(&mut self, serial: u32, op: u32, start: u64, end: u64) {
@@ -386,7 +332,7 @@ impl Tracer {
         e.1 += cycles;
     }
 
-    fn process(&mut self, r: LatRecord) {
+    fn process_record(&mut self, r: LatRecord) {
         match r {
             LatRecord::Sys {
                 enter: true,
@@ -471,7 +417,7 @@ impl Tracer {
         }
     }
 
-    fn flush(&mut self, last: bool) {
+    fn flush_all(&mut self, last: bool) {
         let rows = self
             .buckets
             .drain()
@@ -491,5 +437,31 @@ impl Tracer {
             DaemonMsg::Flush(Box::new(stats))
         };
         let _ = self.tx.send(msg);
+    }
+}
+
+impl RingConsumer for Tracer {
+    type Record = LatRecord;
+    fn rings_and_parser(&mut self) -> (&mut [Sampler], ring_loop::Parser<'_, LatRecord>) {
+        let is_enter = &self.events.is_enter;
+        (
+            &mut self.events.rings,
+            Box::new(move |k, m, b| parse(k, m, b, is_enter)),
+        )
+    }
+    fn fds(&self) -> Vec<i32> {
+        Tracer::fds(self)
+    }
+    fn time(r: &LatRecord) -> u64 {
+        r.time()
+    }
+    fn process(&mut self, r: LatRecord) {
+        self.process_record(r)
+    }
+    fn malformed(&mut self) {
+        self.stats.malformed_records += 1;
+    }
+    fn flush(&mut self, last: bool) {
+        self.flush_all(last)
     }
 }
