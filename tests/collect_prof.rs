@@ -171,6 +171,9 @@ fn fork_exec_storm_gives_every_process_its_appid() {
         ),
         0
     );
+    // Regression: an exec seen on one CPU before its fork on another (read
+    // earlier in the same round) made an instance with no exec_from; records
+    // newer than the round's start now wait for the next round.
     // 300 forked shells that exec'd, plus the root shell.
     assert_eq!(
         scalar(&db, "SELECT count(*) FROM processes WHERE comm = 'sh'"),

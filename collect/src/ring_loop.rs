@@ -65,6 +65,11 @@ pub fn run<C: RingConsumer>(c: &mut C, stop: &AtomicBool, flush_interval: Durati
                 c.woke();
             }
         }
+        // Records stamped after this instant may still have predecessors that
+        // are not yet visible in a ring read earlier in this round (a FORK on
+        // one CPU, then the child's exec on another): they wait for the next
+        // round. perf's ordered-events rounds do the same.
+        let horizon = crate::driver::monotonic_ns();
         let mut got = 0usize;
         let mut bad = 0usize;
         {
@@ -84,7 +89,12 @@ pub fn run<C: RingConsumer>(c: &mut C, stop: &AtomicBool, flush_interval: Durati
             c.malformed();
         }
         round.sort_by_key(|r| C::time(r));
-        for r in round.drain(..) {
+        let ready = if stopping {
+            round.len()
+        } else {
+            round.partition_point(|r| C::time(r) <= horizon)
+        };
+        for r in round.drain(..ready) {
             c.process(r);
         }
         if got == 0 && !stopping && pollfds.iter().any(|p| p.revents & libc::POLLHUP != 0) {

@@ -106,14 +106,12 @@ pub fn collect(
     // 4. Driver and daemon.
     let (tx, rx) = mpsc::channel();
     let mut driver = Driver::new(events, tx, config.driver);
-    match (&config.mode, &held, &argv) {
-        (Mode::Command(_), Some(h), Some(a)) => {
-            driver.register_root(h.pid, &root_comm(a), &a.join(" "))
-        }
-        (Mode::Pid(p), _, _) => driver.seed(&[*p]),
-        (Mode::SystemWide(_), _, _) => driver.seed(&procfs::all_pids()),
-        _ => {}
-    }
+    register_initial(
+        &mut driver,
+        &config.mode,
+        held.as_ref().map(|h| h.pid),
+        argv.as_deref(),
+    );
     let end = supervise(
         Daemon::new(writer, ImageRegistry::new(kernel)),
         rx,
@@ -210,6 +208,37 @@ impl Prepared {
             h.abandon();
         }
         e
+    }
+}
+
+/// A reader that tracks processes: told who exists before the run starts.
+pub(crate) trait TracksProcesses {
+    fn register_root(&mut self, pid: u32, comm: &str, cmdline: &str);
+    fn seed(&mut self, pids: &[u32]);
+}
+
+impl TracksProcesses for Driver {
+    fn register_root(&mut self, pid: u32, comm: &str, cmdline: &str) {
+        Driver::register_root(self, pid, comm, cmdline)
+    }
+    fn seed(&mut self, pids: &[u32]) {
+        Driver::seed(self, pids)
+    }
+}
+
+/// The held command (renamed at its exec), the attached process, or every
+/// process that runs now (system-wide).
+pub(crate) fn register_initial(
+    t: &mut impl TracksProcesses,
+    mode: &Mode,
+    held: Option<u32>,
+    argv: Option<&[String]>,
+) {
+    match (mode, held, argv) {
+        (Mode::Command(_), Some(pid), Some(a)) => t.register_root(pid, &root_comm(a), &a.join(" ")),
+        (Mode::Pid(p), _, _) => t.seed(&[*p]),
+        (Mode::SystemWide(_), _, _) => t.seed(&procfs::all_pids()),
+        _ => {}
     }
 }
 

@@ -6,7 +6,7 @@ use clap::Args;
 use dcpi_collect::driver::DriverConfig;
 use dcpi_collect::event_spec::parse_event_list;
 use dcpi_collect::perf_setup::Rate;
-use dcpi_collect::session::{collect, CollectConfig, Mode};
+use dcpi_collect::session::{collect, CollectConfig};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -74,19 +74,7 @@ pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
         (None, Some(f)) => Rate::Frequency(f),
         (None, None) => Rate::Frequency(4000),
     };
-    let mode = if a.system_wide {
-        Mode::SystemWide((!a.command.is_empty()).then(|| a.command.clone()))
-    } else if let Some(pid) = a.pid {
-        if !a.command.is_empty() {
-            bail!("--pid attaches to a running process; give no command after --");
-        }
-        Mode::Pid(pid)
-    } else {
-        if a.command.is_empty() {
-            bail!("nothing to profile: give a command after --, or --pid PID, or --system-wide");
-        }
-        Mode::Command(a.command.clone())
-    };
+    let mode = super::mode_from(a.system_wide, a.pid, &a.command)?;
     if !a.ring_kib.is_power_of_two() || a.ring_kib < 8 {
         bail!("--ring-kib must be a power of two of at least 8");
     }

@@ -6,7 +6,6 @@ use clap::{Args, Subcommand};
 use dcpi_analyze::latency::{compare, load, Selector};
 use dcpi_analyze::views::{latency_svg, latency_text};
 use dcpi_collect::latency::{capture, LatencyConfig};
-use dcpi_collect::session::Mode;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -102,19 +101,7 @@ pub fn run(a: LatencyArgs) -> anyhow::Result<i32> {
 }
 
 fn record(a: CaptureArgs) -> anyhow::Result<i32> {
-    let mode = if a.system_wide {
-        Mode::SystemWide((!a.command.is_empty()).then(|| a.command.clone()))
-    } else if let Some(pid) = a.pid {
-        if !a.command.is_empty() {
-            bail!("--pid attaches to a running process; give no command after --");
-        }
-        Mode::Pid(pid)
-    } else {
-        if a.command.is_empty() {
-            bail!("nothing to profile: give a command after --, or --pid PID, or --system-wide; or use `dcpi latency show`");
-        }
-        Mode::Command(a.command.clone())
-    };
+    let mode = super::mode_from(a.system_wide, a.pid, &a.command)?;
     if !(1..=8).contains(&a.resolution) {
         bail!("--resolution must be between 1 and 8");
     }

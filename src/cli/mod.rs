@@ -52,3 +52,29 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Calibrate(a) => calibrate::run(a),
     }
 }
+
+/// What to profile, from the flags `collect` and `latency` share.
+pub fn mode_from(
+    system_wide: bool,
+    pid: Option<u32>,
+    command: &[String],
+) -> anyhow::Result<dcpi_collect::session::Mode> {
+    use dcpi_collect::session::Mode;
+    if system_wide {
+        return Ok(Mode::SystemWide(
+            (!command.is_empty()).then(|| command.to_vec()),
+        ));
+    }
+    if let Some(pid) = pid {
+        if !command.is_empty() {
+            anyhow::bail!("--pid attaches to a running process; give no command after --");
+        }
+        return Ok(Mode::Pid(pid));
+    }
+    if command.is_empty() {
+        anyhow::bail!(
+            "nothing to profile: give a command after --, or --pid PID, or --system-wide"
+        );
+    }
+    Ok(Mode::Command(command.to_vec()))
+}

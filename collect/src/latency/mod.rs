@@ -19,7 +19,7 @@ pub mod tracer;
 use crate::daemon::Daemon;
 use crate::error::Result;
 use crate::images::ImageRegistry;
-use crate::session::{root_comm, supervise, Mode, Prepared};
+use crate::session::{register_initial, supervise, Mode, Prepared, TracksProcesses};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -103,14 +103,12 @@ pub fn capture(config: &LatencyConfig, user_stop: &AtomicBool) -> Result<Latency
             core_hz,
         },
     );
-    match (&config.mode, &held, &argv) {
-        (Mode::Command(_), Some(h), Some(a)) => {
-            tracer.register_root(h.pid, &root_comm(a), &a.join(" "))
-        }
-        (Mode::Pid(pid), _, _) => tracer.seed(&[*pid]),
-        (Mode::SystemWide(_), _, _) => tracer.seed(&crate::procfs::all_pids()),
-        _ => {}
-    }
+    register_initial(
+        &mut tracer,
+        &config.mode,
+        held.as_ref().map(|h| h.pid),
+        argv.as_deref(),
+    );
     let end = supervise(
         Daemon::new(writer, ImageRegistry::new(kernel)),
         rx,
@@ -138,4 +136,13 @@ pub fn capture(config: &LatencyConfig, user_stop: &AtomicBool) -> Result<Latency
         calls: calls as u64,
         lost: lost as u64,
     })
+}
+
+impl TracksProcesses for Tracer {
+    fn register_root(&mut self, pid: u32, comm: &str, cmdline: &str) {
+        Tracer::register_root(self, pid, comm, cmdline)
+    }
+    fn seed(&mut self, pids: &[u32]) {
+        Tracer::seed(self, pids)
+    }
 }
