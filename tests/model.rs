@@ -26,6 +26,7 @@ fn cpi(v: &Value) -> f64 {
 
 #[test]
 fn json_contract_and_known_answers() {
+    let _g = live(); // calibrate times the host: nothing else may run meanwhile
     let v = model(&["--hex", "48 0f af c3", "--cpu", "zen5"]);
     assert!((cpi(&v) - 3.0).abs() < 0.1, "{v}");
     let i = &v["insns"][0];
@@ -54,6 +55,7 @@ fn json_contract_and_known_answers() {
 
 #[test]
 fn blocks_from_assembly_and_from_an_image() {
+    let _g = live(); // calibrate times the host: nothing else may run meanwhile
     let dir = tempdir();
     let asm = dir.path().join("b.s");
     std::fs::write(
@@ -86,6 +88,7 @@ fn blocks_from_assembly_and_from_an_image() {
 
 #[test]
 fn bad_input_is_a_clear_error() {
+    let _g = live(); // calibrate times the host: nothing else may run meanwhile
     for (args, msg) in [
         (vec!["--hex", "48 01 zz"], "not hex"),
         (
@@ -148,6 +151,7 @@ fn calibrate_measures_the_host_and_writes_a_description() {
 /// UPDATE_SNAPSHOTS=1 cargo test --test model, and review the diff.
 #[test]
 fn text_report_snapshot() {
+    let _g = live(); // calibrate times the host: nothing else may run meanwhile
     let out = dcpi()
         .args([
             "model",

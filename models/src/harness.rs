@@ -275,7 +275,12 @@ mod tests {
         let b = decode(&bytes, 0, false).unwrap();
         let insns: Vec<Instruction> = b.iter().map(|d| d.instr).collect();
         assert_eq!(measurable(&insns), None);
-        measure(&bytes, insns.len(), 0).unwrap().cycles
+        // Median of three: other tests of this binary may share the CPU.
+        let mut v: Vec<f64> = (0..3)
+            .map(|_| measure(&bytes, insns.len(), 0).unwrap().cycles)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[1]
     }
 
     #[test]
