@@ -48,6 +48,8 @@ pub struct Machine {
     /// register source).
     pub memory_renaming: String,
     pub store_forward_latency: u32,
+    /// Stores committed to L1 per cycle when they write different cache lines.
+    pub store_commit: u32,
     pub mispredict_penalty: u32,
     pub classes: BTreeMap<String, ClassCost>,
 }
