@@ -5,7 +5,9 @@
 //! same value) whose words all hold the address of region 0 (so loaded
 //! pointers stay valid), FTZ/DAZ set; the cost of one copy is
 //! (t_b − t_a) / (b − a), minimum of repeats, converted to core cycles with a
-//! dependent-add calibration taken right before. Each block runs in a forked
+//! dependent-add calibration taken right before; a third unroll factor c = a/2
+//! checks linearity (the cost per copy between c and a must match that
+//! between a and b within 15%, else the block is refused). Each block runs in a forked
 //! child pinned to one CPU, so a block that faults only loses its own result.
 //!
 //! Blocks must not change rsp, transfer control, use rip-relative or segment
@@ -241,14 +243,31 @@ pub fn measure(block: &[u8], instructions: usize, cpu: usize) -> Option<Measured
             let probe = run_once(block, b, 4, mid).unwrap_or(1).max(1);
             let iterations =
                 ((clock.tsc_hz * 0.0005) / (probe as f64 / 4.0)).clamp(2.0, 1e6) as u64;
+            let c = (a / 2).max(1);
             let mut best_a = u64::MAX;
             let mut best_b = u64::MAX;
+            let mut best_c = u64::MAX;
             for _ in 0..25 {
+                best_c = best_c.min(run_once(block, c, iterations, mid).unwrap_or(u64::MAX));
                 best_a = best_a.min(run_once(block, a, iterations, mid).unwrap_or(u64::MAX));
                 best_b = best_b.min(run_once(block, b, iterations, mid).unwrap_or(u64::MAX));
             }
-            let ticks = (best_b as f64 - best_a as f64) / ((b - a) as f64 * iterations as f64);
-            let out = [ticks / clock.ticks_per_cycle, clock.ticks_per_cycle];
+            let per = |hi: u64, lo: u64, n: usize| {
+                (hi as f64 - lo as f64) / (n as f64 * iterations as f64)
+            };
+            let ticks = per(best_b, best_a, b - a);
+            // The cost per copy must be the same between c..a and a..b copies;
+            // otherwise the measurement is not linear (code layout, clock
+            // change, interference) and is refused.
+            let low = per(best_a, best_c, a - c);
+            let linear = (ticks - low).abs()
+                <= 0.15 * ticks.abs().max(low.abs()).max(0.1 * clock.ticks_per_cycle);
+            let cycles = if linear {
+                ticks / clock.ticks_per_cycle
+            } else {
+                f64::NAN
+            };
+            let out = [cycles, clock.ticks_per_cycle];
             libc::write(fds[1], out.as_ptr() as *const libc::c_void, 16);
             libc::_exit(0);
         }
