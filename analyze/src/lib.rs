@@ -2,8 +2,9 @@
 //!
 //! Today: images and their procedures (ELF .symtab, .dynsym with Prospect's
 //! bracketing, .eh_frame FDE ranges, PLT entries, Rust/C++ demangling; the
-//! kernel through /proc/kallsyms) and the `prof` model with its text and JSON
-//! views. The instruction-level analysis (CFGs, frequency and CPI from
+//! kernel through /proc/kallsyms), the `prof` model, the OSprof latency model
+//! (histograms, peaks, selection, comparison), and the views of those and of
+//! the pipeline model (text; JSON is each model's serde form; SVG plots). The instruction-level analysis (CFGs, frequency and CPI from
 //! S = F·C, culprits) described in ARCHITECTURE.md is not built yet.
 //!
 //! Limits: kernel names need the profiled kernel to be the running one (the

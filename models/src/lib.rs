@@ -1,13 +1,21 @@
-//! dcpi-models: what dcpi knows about the machine it runs on.
+//! dcpi-models: what dcpi knows about machines.
 //!
-//! Today this crate holds the host facts the collector stores with every run
-//! (CPU vendor/family/model from CPUID, kernel, core count) and the core-clock
-//! calibration that lets analysis turn timer samples (cpu-clock, in
-//! nanoseconds) into core cycles when no hardware PMU is exposed.
+//! - Host facts stored with every run ([`host`]), the core-clock calibration
+//!   that turns timer samples into cycles without a PMU ([`core_clock`]), and
+//!   the host's characteristic times for latency profiles ([`host_times`]).
+//! - Machine descriptions as data, one TOML file per microarchitecture in
+//!   `models/machines/` ([`machine`]); instruction shapes from iced-x86
+//!   ([`classify`]); the best-case pipeline model, a cycle-level simulation
+//!   that gives cycles per iteration, per-instruction M_i under the timer skid
+//!   rule and static stall reasons ([`schedule`]).
+//! - An rdtsc measurement harness for blocks ([`harness`]) and the host
+//!   calibration built on it ([`calibrate`]).
 //!
-//! The pipeline models (machine descriptions, best-case block schedules, skid
-//! models) described in ARCHITECTURE.md will live here too; they do not exist
-//! yet.
+//! Limits: the model assumes every load hits L1 and every branch is
+//! predicted (best case, as DCPI's); its accuracy against the Golden Cove host
+//! is in BENCHMARKS.md (MAPE 11-19 %, far from the 5 % goal); only the
+//! Golden Cove description has been checked against hardware; it simulates
+//! ~34 K instructions per second.
 //!
 //! Limits: x86-64 Linux only. The clock calibration assumes a dependent
 //! `add reg,reg` chain retires one add per core cycle (true on every x86 core
