@@ -56,7 +56,8 @@ pub struct OpenEvents {
     /// Counters writing into another counter's ring.
     pub others: Vec<Counter>,
     /// Kernel event id → event position.
-    pub ids: HashMap<u64, u16>,
+    /// Looked up for every sample: an Fx-style hash, not SipHash.
+    pub ids: HashMap<u64, u16, crate::fast_hash::FastHash>,
     pub configs: Vec<EventConfig>,
     /// One-line warnings about fallbacks taken.
     pub warnings: Vec<String>,
@@ -287,7 +288,7 @@ pub fn open_events(
     configs.extend(unsampled);
     let mut rings: Vec<Sampler> = Vec::with_capacity(ncpu);
     let mut others = Vec::new();
-    let mut ids = HashMap::new();
+    let mut ids: HashMap<u64, u16, crate::fast_hash::FastHash> = HashMap::default();
     let mut jitter_fds = Vec::new();
     for cpu in 0..ncpu {
         let mut ring: Option<Sampler> = None;

@@ -7,6 +7,7 @@
 //! pid, is what samples are keyed by in the hash tables. The daemon turns
 //! serials into database rows and appids.
 
+use crate::fast_hash::FastHash;
 use crate::procfs;
 use crate::records::{Mmap, Task};
 use std::collections::HashMap;
@@ -100,7 +101,7 @@ fn comm_str(b: &[u8; 16]) -> String {
 /// pid → current instance.
 #[derive(Debug, Default)]
 pub struct ProcessTracker {
-    by_pid: HashMap<u32, Tracked>,
+    by_pid: HashMap<u32, Tracked, FastHash>,
     next_serial: u32,
     /// Records older than this describe what /proc seeding already saw.
     seed_time: u64,
