@@ -835,7 +835,17 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         unit: sh.class.to_string(),
                     },
                     Why::Ports => Stall::PortContention {
-                        ports: cost.ports.clone(),
+                        // A pure load or store waits on its memory ports.
+                        ports: if !cost.ports.is_empty() {
+                            cost.ports.clone()
+                        } else if sh.load.is_some() {
+                            machine
+                                .class(if sh.vector_mem { "vec_load" } else { "load" })
+                                .ports
+                                .clone()
+                        } else {
+                            machine.class("store_addr").ports.clone()
+                        },
                     },
                 };
                 (n, stall)
@@ -863,9 +873,26 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             index: s,
             addr: d.addr,
             text: d.text.clone(),
-            class: sh.class.to_string(),
-            ports: exec.map(|_| cost.ports.clone()).unwrap_or_default(),
-            latency: exec.map(|u| u.latency).unwrap_or(0),
+            // Pure loads and stores have no execution µop: name them by what they do.
+            class: match (sh.class, sh.load.is_some(), sh.store.is_some()) {
+                ("nop", true, false) => "load".to_string(),
+                ("nop", false, true) => "store".to_string(),
+                (c, _, _) => c.to_string(),
+            },
+            ports: match (exec, sh.load.is_some(), sh.store.is_some()) {
+                (Some(_), _, _) => cost.ports.clone(),
+                (None, true, _) => machine
+                    .class(if sh.vector_mem { "vec_load" } else { "load" })
+                    .ports
+                    .clone(),
+                (None, false, true) => machine.class("store_addr").ports.clone(),
+                _ => Vec::new(),
+            },
+            // For a pure load, its load µop's latency (forwarding or renaming included).
+            latency: exec
+                .or_else(|| dy.uops.first().map(|&u| &res.uops[u]))
+                .map(|u| u.latency)
+                .unwrap_or(0),
             uops: dy.slots,
             dispatch: dy.dispatched - base,
             issue: exec.and_then(|u| u.issued).map(|c| c - base),
