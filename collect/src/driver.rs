@@ -22,7 +22,6 @@ use crate::records::{self, PerfRecord};
 use crate::ring_loop::{self, RingConsumer};
 use crate::stats::CollectorStats;
 use perf_event::Sampler;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -104,15 +103,6 @@ impl Driver {
         self.send_proc_events();
     }
 
-    fn fds(&self) -> Vec<i32> {
-        self.events
-            .rings
-            .iter()
-            .map(|r| r.as_raw_fd())
-            .chain(self.events.others.iter().map(|c| c.as_raw_fd()))
-            .collect()
-    }
-
     fn send_proc_events(&mut self) {
         for e in self.proc_out.drain(..) {
             let _ = self.tx.send(DaemonMsg::Proc(e));
@@ -158,12 +148,12 @@ impl Driver {
             PerfRecord::Comm {
                 time,
                 pid,
-                tid,
+                tid: _,
                 comm,
                 exec,
             } => {
                 self.tracker
-                    .on_comm(time, pid, tid, &comm, exec, &mut self.proc_out);
+                    .on_comm(time, pid, &comm, exec, &mut self.proc_out);
                 self.send_proc_events();
             }
             PerfRecord::Fork { time, task } => {
@@ -260,7 +250,7 @@ impl RingConsumer for Driver {
         (&mut self.events.rings, Box::new(records::parse))
     }
     fn fds(&self) -> Vec<i32> {
-        Driver::fds(self)
+        crate::perf_setup::event_fds(&self.events.rings, &self.events.others)
     }
     fn time(r: &PerfRecord) -> u64 {
         r.time()

@@ -356,6 +356,15 @@ pub fn open_events(
     })
 }
 
+/// Every event fd: the ring owners and the counters sharing their rings.
+pub fn event_fds(rings: &[Sampler], others: &[Counter]) -> Vec<i32> {
+    rings
+        .iter()
+        .map(|r| r.as_raw_fd())
+        .chain(others.iter().map(|c| c.as_raw_fd()))
+        .collect()
+}
+
 /// Makes `counter` write into `ring` (PERF_EVENT_IOC_SET_OUTPUT; same CPU).
 pub fn share_ring(counter: &Counter, ring: &Sampler, cpu: usize) -> Result<()> {
     // SAFETY: both are valid perf event fds on the same CPU.

@@ -265,7 +265,6 @@ impl ProcessTracker {
         &mut self,
         time: u64,
         pid: u32,
-        tid: u32,
         comm: &str,
         exec: bool,
         out: &mut Vec<ProcEvent>,
@@ -273,7 +272,6 @@ impl ProcessTracker {
         if !exec {
             return; // thread names and prctl renames keep the appid
         }
-        let _ = tid;
         let cmdline = procfs::cmdline(pid);
         match self.by_pid.get(&pid).copied() {
             Some(t) if t.awaiting_exec => {
@@ -373,7 +371,7 @@ mod tests {
         let mut t = ProcessTracker::new();
         let mut out = Vec::new();
         let root = t.register_root(4_000_000, "dcpi", "loop 1", &mut out);
-        t.on_comm(1, 4_000_000, 4_000_000, "loop", true, &mut out);
+        t.on_comm(1, 4_000_000, "loop", true, &mut out);
         assert!(matches!(&out[1], ProcEvent::Rename { comm, .. } if comm == "loop"));
         assert_eq!(
             t.instance_of(4_000_000, 2, &mut out),
@@ -397,7 +395,7 @@ mod tests {
         assert!(
             matches!(&out[0], ProcEvent::Start(InstanceStart { inherit_maps: Some(p), parent: Some(q), .. }) if *p == root && *q == root)
         );
-        t.on_comm(4, 4_000_001, 4_000_001, "true", true, &mut out);
+        t.on_comm(4, 4_000_001, "true", true, &mut out);
         assert!(matches!(&out[1], ProcEvent::Exit { serial, .. } if *serial == child));
         let execd = serial_of(&out[2]);
         assert!(
@@ -458,7 +456,7 @@ mod tests {
             },
             &mut out,
         );
-        t.on_comm(3, 4_100_000, 4_100_001, "worker", false, &mut out);
+        t.on_comm(3, 4_100_000, "worker", false, &mut out);
         assert!(out.is_empty(), "{out:?}");
         assert_eq!(t.instance_of(4_100_000, 4, &mut out), root);
     }

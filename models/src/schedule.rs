@@ -78,7 +78,9 @@ pub struct InsnTiming {
     pub notes: Vec<String>,
 }
 
-/// How the block repeats.
+/// How the block repeats. The simulation is the same for both — the block
+/// back to back, a trailing branch predicted taken — the mode labels the
+/// report (and says the last instruction is the loop's back edge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RepeatMode {
@@ -221,13 +223,7 @@ impl<'m> Sim<'m> {
         self.port_names.iter().position(|p| p == name).unwrap_or(0)
     }
 
-    fn run(
-        &self,
-        block: &[Decoded],
-        shapes: &[Shape],
-        iterations: usize,
-        mode: RepeatMode,
-    ) -> SimResult {
+    fn run(&self, block: &[Decoded], shapes: &[Shape], iterations: usize) -> SimResult {
         let m = self.m;
         let n = block.len();
         let (width, rob_cap, retire_w, bytes_pc) = if self.ideal {
@@ -488,7 +484,6 @@ impl<'m> Sim<'m> {
                 s += 1;
             }
         };
-        let _ = mode;
 
         // Cycle loop.
         let total = iterations * n;
@@ -704,13 +699,13 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         port_names: port_names.clone(),
         ideal: false,
     };
-    let res = sim.run(block, &shapes, iterations, opts.mode);
+    let res = sim.run(block, &shapes, iterations);
     let ideal = Sim {
         m: machine,
         port_names: port_names.clone(),
         ideal: true,
     }
-    .run(block, &shapes, iterations, opts.mode);
+    .run(block, &shapes, iterations);
 
     let last_retire =
         |r: &SimResult, it: usize| r.dyns[(it + 1) * n - 1].retired.unwrap_or(0) as f64;

@@ -28,7 +28,6 @@ use perf_event::events::Event;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
 use perf_event_open_sys::bindings::perf_event_attr;
 use std::collections::HashMap;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -301,15 +300,6 @@ impl Tracer {
         }
     }
 
-    fn fds(&self) -> Vec<i32> {
-        self.events
-            .rings
-            .iter()
-            .map(|r| r.as_raw_fd())
-            .chain(self.events.others.iter().map(|c| c.as_raw_fd()))
-            .collect()
-    }
-
     /// Runs until `stop`, then drains and sends `Finish`.
     pub fn run(mut self, stop: Arc<AtomicBool>) {
         let interval = self.config.flush_interval;
@@ -391,12 +381,12 @@ impl Tracer {
             LatRecord::Other(PerfRecord::Comm {
                 time,
                 pid,
-                tid,
+                tid: _,
                 comm,
                 exec,
             }) => {
                 self.tracker
-                    .on_comm(time, pid, tid, &comm, exec, &mut self.proc_out);
+                    .on_comm(time, pid, &comm, exec, &mut self.proc_out);
                 self.send_proc_events();
             }
             LatRecord::Other(PerfRecord::Fork { time, task }) => {
@@ -450,7 +440,7 @@ impl RingConsumer for Tracer {
         )
     }
     fn fds(&self) -> Vec<i32> {
-        Tracer::fds(self)
+        crate::perf_setup::event_fds(&self.events.rings, &self.events.others)
     }
     fn time(r: &LatRecord) -> u64 {
         r.time()
