@@ -24,6 +24,18 @@ struct Func {
     name: String,
 }
 
+/// A function's extent, for disassembly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionRange {
+    /// Demangled name (`func@plt` for PLT entries).
+    pub name: String,
+    /// The name as in the symbol table.
+    pub raw_name: String,
+    pub start: u64,
+    /// Exclusive end: start + size, or the next symbol's start when unsized.
+    pub end: u64,
+}
+
 /// A procedure an address fell in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Procedure {
@@ -206,6 +218,62 @@ impl ElfSymbols {
             .iter()
             .find(|(o, s, _)| off >= *o && off < o + s)
             .map(|(o, _, v)| off - o + v)
+    }
+
+    fn text_end(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(|(_, size, va)| va + size)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn range_of(&self, i: usize, text_end: u64) -> FunctionRange {
+        let f = &self.funcs[i];
+        FunctionRange {
+            name: demangle(&f.name),
+            raw_name: f.name.clone(),
+            start: f.start,
+            end: if f.size > 0 {
+                f.start + f.size
+            } else {
+                self.funcs.get(i + 1).map_or(text_end, |n| n.start)
+            },
+        }
+    }
+
+    /// Every function with a known extent (PLT entries excluded), by address.
+    pub fn functions(&self) -> Vec<FunctionRange> {
+        let end = self.text_end();
+        (0..self.funcs.len()).map(|i| self.range_of(i, end)).collect()
+    }
+
+    /// The function whose extent holds `vaddr` (a PLT entry gets its 16 bytes).
+    pub fn function_at(&self, vaddr: u64) -> Option<FunctionRange> {
+        for p in &self.plt {
+            if vaddr >= p.start && vaddr < p.end {
+                let proc = self.procedure(vaddr)?;
+                return Some(FunctionRange {
+                    raw_name: proc.name.clone(),
+                    name: proc.name,
+                    start: proc.start,
+                    end: proc.start + 16,
+                });
+            }
+        }
+        let i = self.funcs.partition_point(|f| f.start <= vaddr);
+        let f = self.range_of(i.checked_sub(1)?, self.text_end());
+        (vaddr < f.end).then_some(f)
+    }
+
+    /// The name objdump would print for a branch or call target: `name` or `name+0x10`.
+    pub fn label(&self, vaddr: u64) -> Option<String> {
+        let p = self.procedure(vaddr)?;
+        Some(if p.start == vaddr {
+            p.name
+        } else {
+            format!("{}+{:#x}", p.name, vaddr - p.start)
+        })
     }
 
     /// The procedure containing `vaddr`.

@@ -16,13 +16,18 @@
 //! print!("{}", dcpi_analyze::views::prof_text::render(&report));
 //! ```
 
+pub mod cfg;
 pub mod demangle;
 pub mod elf_code;
+pub mod disasm;
 pub mod elf_symbols;
 pub mod error;
+pub mod flow_solve;
+pub mod image;
 pub mod kernel_symbols;
 pub mod latency;
 pub mod prof;
+pub mod samples;
 pub mod symbolizer;
 pub mod views;
 

@@ -1,0 +1,160 @@
+//! One ELF image opened for instruction-level analysis: its bytes by
+//! virtual address, its functions, and the identity check against the
+//! profile (an image whose build-id changed since profiling is refused).
+
+use crate::elf_symbols::{ElfSymbols, FunctionRange};
+use crate::error::{AnalyzeError, Result};
+use object::{Object, ObjectSegment};
+
+pub struct ElfImage {
+    pub path: String,
+    data: Vec<u8>,
+    /// (file offset, file size, vaddr) of each PT_LOAD.
+    segments: Vec<(u64, u64, u64)>,
+    pub symbols: ElfSymbols,
+}
+
+impl ElfImage {
+    /// Opens `path`; `want_build_id` is the build-id the profile recorded.
+    pub fn open(path: &str, want_build_id: Option<&str>) -> Result<Self> {
+        let err = |detail: String| AnalyzeError::Image {
+            path: path.to_string(),
+            detail,
+        };
+        let data = std::fs::read(path).map_err(|e| {
+            err(format!(
+                "{e} (the image must be at the path it was profiled from)"
+            ))
+        })?;
+        let symbols = ElfSymbols::parse(&data).map_err(err)?;
+        if let (Some(want), Some(have)) = (want_build_id, symbols.build_id.as_deref()) {
+            if want != have {
+                return Err(err(format!(
+                    "its build-id is now {have} but the profile was taken of {want}: the binary \
+                     changed since profiling, so its instructions no longer match the samples; \
+                     profile it again"
+                )));
+            }
+        }
+        let file = object::File::parse(&*data).map_err(|e| err(format!("not an ELF file: {e}")))?;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address())
+            })
+            .collect();
+        Ok(ElfImage {
+            path: path.to_string(),
+            data,
+            segments,
+            symbols,
+        })
+    }
+
+    /// The raw file contents.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Bytes at [vaddr, vaddr+len) if one loaded segment holds them all.
+    pub fn bytes(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
+        self.segments.iter().find_map(|&(off, size, va)| {
+            (vaddr >= va && vaddr + len as u64 <= va + size).then(|| {
+                let from = (off + vaddr - va) as usize;
+                &self.data[from..from + len]
+            })
+        })
+    }
+
+    /// File offset of a virtual address (how the profile stores ELF samples).
+    pub fn offset_of_vaddr(&self, vaddr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(_, size, va)| vaddr >= va && vaddr < va + size)
+            .map(|&(off, _, va)| vaddr - va + off)
+    }
+
+    /// Virtual address of a file offset.
+    pub fn vaddr_of_offset(&self, off: u64) -> Option<u64> {
+        self.symbols.vaddr_of_offset(off)
+    }
+
+    /// A function named plainly, mangled or demangled, or by an address inside it
+    /// (`0x401136`). An unknown name lists the closest ones.
+    pub fn find_function(&self, query: &str) -> Result<FunctionRange> {
+        if let Some(addr) = parse_address(query) {
+            return self.symbols.function_at(addr).ok_or_else(|| {
+                AnalyzeError::Usage(format!("no function of {} holds {addr:#x}", self.path))
+            });
+        }
+        let funcs = self.symbols.functions();
+        let exact: Vec<&FunctionRange> = funcs
+            .iter()
+            .filter(|f| f.name == query || f.raw_name == query || base_name(&f.name) == query)
+            .collect();
+        if let Some(f) = exact.first() {
+            return Ok((*f).clone());
+        }
+        Err(AnalyzeError::Usage(format!(
+            "no function '{query}' in {}; closest: {}",
+            self.path,
+            closest(funcs.iter().map(|f| f.name.as_str()), query).join(", ")
+        )))
+    }
+}
+
+/// `0x401136` or `401136h`-free hex with a 0x prefix.
+pub fn parse_address(s: &str) -> Option<u64> {
+    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    u64::from_str_radix(h, 16).ok()
+}
+
+/// A demangled name without its argument list (`ns::f(int)` -> `ns::f`).
+fn base_name(name: &str) -> &str {
+    name.split('(').next().unwrap_or(name)
+}
+
+/// The five names closest to `query` (edit distance, substrings first).
+pub fn closest<'a>(names: impl Iterator<Item = &'a str>, query: &str) -> Vec<String> {
+    let mut scored: Vec<(usize, &str)> = names
+        .map(|n| {
+            let d = edit_distance(base_name(n), query);
+            (if n.contains(query) { d / 4 } else { d }, n)
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by_key(|x| x.1);
+    scored.into_iter().take(5).map(|(_, n)| n.to_string()).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_names_rank_typos_and_substrings_first() {
+        let names = ["find_index", "find_child", "insert_rec", "main", "lookup"];
+        let c = closest(names.iter().copied(), "find_indx");
+        assert_eq!(c[0], "find_index");
+        let c = closest(names.iter().copied(), "insert");
+        assert_eq!(c[0], "insert_rec");
+        assert_eq!(parse_address("0x401136"), Some(0x401136));
+        assert_eq!(parse_address("main"), None);
+    }
+}

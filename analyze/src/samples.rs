@@ -1,0 +1,231 @@
+//! Samples of one image, per instruction, from a profile database: counts
+//! per event name (events merged across runs by the name sampled) and the
+//! core cycles they stand for (period × clock for timer events, the period
+//! for cycle events), filtered by process and epoch.
+
+use crate::error::{AnalyzeError, Result};
+use dcpi_collect::db::reader::{EventRow, ImageRow, ProcessRow, RunRow};
+use dcpi_collect::db::ProfileReader;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// Which samples count.
+#[derive(Debug, Clone, Default)]
+pub struct SampleFilter {
+    pub pid: Option<i64>,
+    pub comm: Option<String>,
+    /// `comm#instance`.
+    pub appid: Option<String>,
+    pub epochs: Option<Vec<i64>>,
+}
+
+impl SampleFilter {
+    fn keeps(&self, p: &ProcessRow) -> bool {
+        self.pid.is_none_or(|pid| p.pid == pid)
+            && self.comm.as_ref().is_none_or(|c| &p.comm == c)
+            && self.appid.as_ref().is_none_or(|a| &p.appid() == a)
+    }
+}
+
+/// An event column of the instruction views.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventInfo {
+    pub name: String,
+    pub unit: String,
+    /// Whether its samples measure time (cpu-clock, task-clock, cycles).
+    pub measures_time: bool,
+    /// Mean core cycles per sample over the runs that sampled it.
+    pub cycles_per_sample: Option<f64>,
+}
+
+/// Counts at one instruction (by file offset).
+#[derive(Debug, Clone, Default)]
+pub struct InsnSamples {
+    /// Per event column.
+    pub counts: Vec<u64>,
+    /// Core cycles the time-event samples stand for.
+    pub cycles: f64,
+}
+
+/// All samples of one image.
+#[derive(Debug, Clone)]
+pub struct ImageSamples {
+    pub image: ImageRow,
+    pub events: Vec<EventInfo>,
+    /// Index into `events` of the time event the CPI uses.
+    pub time_event: Option<usize>,
+    pub by_offset: BTreeMap<u64, InsnSamples>,
+}
+
+/// Cycles one sample of an event stands for, if it measures time.
+pub fn cycles_per_sample(e: &EventRow, run: Option<&RunRow>) -> Option<f64> {
+    let p = e.mean_period()?;
+    match e.unit.as_str() {
+        "cycles" => Some(p),
+        "ns" => {
+            let r = run?;
+            let hz = match (r.core_hz, r.core_hz_end) {
+                (Some(a), Some(b)) => (a + b) / 2.0,
+                (Some(a), None) => a,
+                _ => return None,
+            };
+            Some(p * hz / 1e9)
+        }
+        _ => None,
+    }
+}
+
+/// A profile database opened for instruction-level views.
+pub struct Profile {
+    pub runs: Vec<RunRow>,
+    pub events: Vec<EventRow>,
+    pub images: Vec<ImageRow>,
+    processes: HashMap<i64, ProcessRow>,
+    reader: ProfileReader,
+}
+
+impl Profile {
+    pub fn open(path: &Path) -> Result<Self> {
+        let reader = ProfileReader::open(path)?;
+        Ok(Profile {
+            runs: reader.runs()?,
+            events: reader.events()?,
+            images: reader.images()?,
+            processes: reader.processes()?.into_iter().map(|p| (p.id, p)).collect(),
+            reader,
+        })
+    }
+
+    /// Event columns in first-seen order, and the column of each event row.
+    fn columns(&self) -> (Vec<EventInfo>, HashMap<i64, (usize, Option<f64>)>) {
+        let mut cols: Vec<EventInfo> = Vec::new();
+        let mut of = HashMap::new();
+        let mut cps_sum: Vec<(f64, u64)> = Vec::new();
+        for e in &self.events {
+            let idx = match cols.iter().position(|c| c.name == e.used) {
+                Some(i) => i,
+                None => {
+                    cols.push(EventInfo {
+                        name: e.used.clone(),
+                        unit: e.unit.clone(),
+                        measures_time: matches!(e.unit.as_str(), "ns" | "cycles"),
+                        cycles_per_sample: None,
+                    });
+                    cps_sum.push((0.0, 0));
+                    cols.len() - 1
+                }
+            };
+            let run = self.runs.iter().find(|r| r.id == e.run_id);
+            let cps = cycles_per_sample(e, run);
+            if let Some(c) = cps {
+                let w = e.samples.max(1) as u64;
+                cps_sum[idx].0 += c * w as f64;
+                cps_sum[idx].1 += w;
+            }
+            of.insert(e.id, (idx, cps));
+        }
+        for (c, (s, w)) in cols.iter_mut().zip(cps_sum) {
+            if w > 0 {
+                c.cycles_per_sample = Some(s / w as f64);
+            }
+        }
+        (cols, of)
+    }
+
+    /// ELF images with samples under the filter, most samples first.
+    pub fn images_with_samples(&self, filter: &SampleFilter) -> Result<Vec<(ImageRow, u64)>> {
+        let mut per: HashMap<i64, u64> = HashMap::new();
+        for c in self.reader.counts(filter.epochs.as_deref())? {
+            if self
+                .processes
+                .get(&c.process_id)
+                .is_some_and(|p| filter.keeps(p))
+            {
+                *per.entry(c.image_id).or_default() += c.count;
+            }
+        }
+        let mut out: Vec<(ImageRow, u64)> = self
+            .images
+            .iter()
+            .filter(|i| i.kind == "elf")
+            .filter_map(|i| per.get(&i.id).map(|n| (i.clone(), *n)))
+            .collect();
+        out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.path.cmp(&b.0.path)));
+        Ok(out)
+    }
+
+    /// The samples of one image.
+    pub fn image_samples(&self, image: &ImageRow, filter: &SampleFilter) -> Result<ImageSamples> {
+        let (events, col_of) = self.columns();
+        let time_event = events.iter().position(|e| e.measures_time);
+        let mut by_offset: BTreeMap<u64, InsnSamples> = BTreeMap::new();
+        for c in self.reader.counts(filter.epochs.as_deref())? {
+            if c.image_id != image.id {
+                continue;
+            }
+            if !self
+                .processes
+                .get(&c.process_id)
+                .is_some_and(|p| filter.keeps(p))
+            {
+                continue;
+            }
+            let Some(&(col, cps)) = col_of.get(&c.event_id) else {
+                continue;
+            };
+            let slot = by_offset.entry(c.offset).or_insert_with(|| InsnSamples {
+                counts: vec![0; events.len()],
+                cycles: 0.0,
+            });
+            slot.counts[col] += c.count;
+            if Some(col) == time_event {
+                if let Some(cps) = cps {
+                    slot.cycles += cps * c.count as f64;
+                }
+            }
+        }
+        Ok(ImageSamples {
+            image: image.clone(),
+            events,
+            time_event,
+            by_offset,
+        })
+    }
+
+    /// The image a `--image` text names: a path, a basename or a substring.
+    pub fn image_named(&self, text: &str, filter: &SampleFilter) -> Result<ImageRow> {
+        let with = self.images_with_samples(filter)?;
+        let exact: Vec<&ImageRow> = with
+            .iter()
+            .map(|(i, _)| i)
+            .filter(|i| i.path == text || i.path.rsplit('/').next() == Some(text))
+            .collect();
+        let matches: Vec<&ImageRow> = if exact.is_empty() {
+            with.iter()
+                .map(|(i, _)| i)
+                .filter(|i| i.path.contains(text))
+                .collect()
+        } else {
+            exact
+        };
+        match matches.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(AnalyzeError::Usage(format!(
+                "no image with samples matches '{text}'; images with samples: {}",
+                with.iter()
+                    .take(8)
+                    .map(|(i, _)| i.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            many => Err(AnalyzeError::Usage(format!(
+                "'{text}' matches several images: {}; give more of the path",
+                many.iter()
+                    .map(|i| i.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+}
