@@ -42,6 +42,14 @@ pub fn disassemble(
     let mut dec = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE);
     let mut gas = GasFormatter::new();
     let mut intel = IntelFormatter::new();
+    // objdump's look: lower-case hex, branch targets without leading zeros,
+    // RIP-relative operands as written (the target follows as a comment).
+    for o in [gas.options_mut(), intel.options_mut()] {
+        o.set_uppercase_hex(false);
+        o.set_branch_leading_zeros(false);
+        o.set_rip_relative_addresses(true);
+        o.set_space_after_operand_separator(false);
+    }
     let mut out = Vec::new();
     while dec.can_decode() {
         let pos = dec.position();
@@ -81,6 +89,12 @@ pub fn disassemble(
         if branchy {
             if let Some(name) = direct_target(&d).and_then(label) {
                 d.text.push_str(&format!(" <{name}>"));
+            }
+        } else if i.is_ip_rel_memory_operand() {
+            let target = i.ip_rel_memory_address();
+            match label(target) {
+                Some(name) => d.text.push_str(&format!("  # {target:x} <{name}>")),
+                None => d.text.push_str(&format!("  # {target:x}")),
             }
         }
         out.push(d);

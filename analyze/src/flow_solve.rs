@@ -22,8 +22,8 @@ pub struct FlowProblem {
     pub entries: Vec<usize>,
     /// Blocks control can leave from.
     pub exits: Vec<usize>,
-    /// Per block: (estimated frequency, its relative standard error) where
-    /// an estimate exists.
+    /// Per block: (estimated frequency, its standard error) where an
+    /// estimate exists.
     pub estimates: Vec<Option<(f64, f64)>>,
 }
 
@@ -32,12 +32,37 @@ const CONSERVATION: f64 = 1e5;
 const RIDGE: f64 = 1e-9;
 
 /// Solves for block frequencies. Returns None when nothing is estimated.
+///
+/// Dynamic stalls only ever add samples, so an estimate far *above* the
+/// consistent solution is taken for a stalled block and loses weight
+/// (iteratively reweighted, up to three rounds); one below it keeps its weight.
 pub fn solve(p: &FlowProblem) -> Option<Vec<f64>> {
+    let mut q = p.clone();
+    let mut f = solve_weighted(&q)?;
+    for _ in 0..3 {
+        let mut changed = false;
+        for b in 0..q.blocks {
+            if let Some((est, sd)) = q.estimates[b] {
+                if est - f[b] > 3.0 * sd && f[b] < est * 0.8 {
+                    q.estimates[b] = Some((est, sd.max(est - f[b]) * 10.0));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+        f = solve_weighted(&q)?;
+    }
+    Some(f)
+}
+
+fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
     let scale = p
         .estimates
         .iter()
         .flatten()
-        .map(|e| e.0)
+        .map(|e| e.0 + e.1)
         .fold(0.0f64, f64::max);
     if scale <= 0.0 {
         return p
@@ -52,8 +77,8 @@ pub fn solve(p: &FlowProblem) -> Option<Vec<f64>> {
         .estimates
         .iter()
         .map(|e| {
-            e.map(|(v, rel)| {
-                let sigma = (v / scale * rel.max(1e-3)).max(1e-3);
+            e.map(|(v, sd)| {
+                let sigma = (sd / scale).max(1e-4);
                 (v, 1.0 / (sigma * sigma))
             })
         })
@@ -179,7 +204,7 @@ mod tests {
             edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
             entries: vec![0],
             exits: vec![3],
-            estimates: vec![Some((100.0, 0.1)), Some((30.0, 0.1)), None, Some((100.0, 0.1))],
+            estimates: vec![Some((100.0, 10.0)), Some((30.0, 3.0)), None, Some((100.0, 10.0))],
         };
         let f = solve(&p).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
@@ -195,12 +220,26 @@ mod tests {
             entries: vec![0],
             exits: vec![3],
             // head and body must differ by the one entry; the body is noisy.
-            estimates: vec![Some((1.0, 0.1)), Some((1001.0, 0.02)), Some((900.0, 0.3)), None],
+            estimates: vec![Some((1.0, 0.1)), Some((1001.0, 20.0)), Some((900.0, 270.0)), None],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
         assert!(f[1] > 990.0, "the confident head wins: {f:?}");
         assert!(close(f[3], f[0]), "{f:?}");
+    }
+
+    #[test]
+    fn a_stalled_block_above_its_neighbours_is_overruled() {
+        // 0 -> 1 -> 2: block 1 stalled (its ratio says 5x), 0 and 2 agree.
+        let p = FlowProblem {
+            blocks: 3,
+            edges: vec![(0, 1), (1, 2)],
+            entries: vec![0],
+            exits: vec![2],
+            estimates: vec![Some((100.0, 10.0)), Some((500.0, 50.0)), Some((100.0, 10.0))],
+        };
+        let f = solve(&p).unwrap();
+        assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
     }
 
     #[test]

@@ -16,18 +16,26 @@
 //! print!("{}", dcpi_analyze::views::prof_text::render(&report));
 //! ```
 
+pub mod accuracy;
+pub mod callgrind;
 pub mod cfg;
+pub mod cpi;
 pub mod demangle;
 pub mod elf_code;
 pub mod disasm;
 pub mod elf_symbols;
 pub mod error;
 pub mod flow_solve;
+pub mod frequency;
+pub mod function_code;
+pub mod function_lookup;
 pub mod image;
+pub mod image_cpi;
 pub mod kernel_symbols;
 pub mod latency;
 pub mod prof;
 pub mod samples;
+pub mod source_lines;
 pub mod symbolizer;
 pub mod views;
 

@@ -1,8 +1,12 @@
 //! Command-line parsing and dispatch.
 
+mod accuracy;
 mod calibrate;
 mod collect;
+mod cpi;
+mod function_args;
 mod latency;
+mod list;
 mod model;
 mod prof;
 mod signals;
@@ -34,6 +38,12 @@ pub enum Command {
     Collect(collect::CollectArgs),
     /// Where the samples are: images, procedures, processes, statistics of run.
     Prof(prof::ProfArgs),
+    /// Annotated disassembly of a function with its samples and source lines.
+    List(list::ListArgs),
+    /// Per-instruction frequency, CPI and stall cycles of a function (dcpicalc).
+    Cpi(cpi::CpiArgs),
+    /// Frequency estimates against exact counts from callgrind (DCPI's accuracy measure).
+    Accuracy(accuracy::AccuracyArgs),
     /// Measure the host's instruction latencies/throughputs with rdtsc; compare with the model.
     Calibrate(calibrate::CalibrateArgs),
     /// Best-case pipeline model of a block: cycles per iteration, bottleneck, stalls, timeline.
@@ -48,6 +58,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Collect(a) => collect::run(a),
         Command::Prof(a) => prof::run(a),
         Command::Latency(a) => latency::run(a),
+        Command::List(a) => list::run(a),
+        Command::Cpi(a) => cpi::run(a),
+        Command::Accuracy(a) => accuracy::run(a),
         Command::Model(a) => model::run(a),
         Command::Calibrate(a) => calibrate::run(a),
     }

@@ -3,3 +3,5 @@ pub mod latency_svg;
 pub mod latency_text;
 pub mod model_text;
 pub mod prof_text;
+pub mod cpi_text;
+pub mod list_text;

@@ -1,0 +1,429 @@
+//! dcpicalc: per-instruction frequency, cycles per instruction and stall
+//! cycles of one function, from its samples, its CFG and the best-case
+//! pipeline model (S = F·C).
+//!
+//! - Each block is modeled alone (as a loop when it branches to itself);
+//!   its best-case cycles per execution feed the frequency estimate
+//!   ([`crate::frequency`]).
+//! - Skid: on these hosts a timer sample lands on the instruction *after*
+//!   the one the pipeline waits on (datasets/skid), so each instruction is
+//!   charged the samples of the next one; samples on a block's first
+//!   instruction go back to its predecessors' last instructions in
+//!   proportion to their frequencies (to itself at the function's entry).
+//! - CPI_i = cycles charged to i / F_i; best_cpi is the model's cycles at the
+//!   head of the window for i; static stall = best_cpi beyond the width's
+//!   share (1/dispatch width), with the model's reasons; dynamic stall =
+//!   CPI − best case (negative values, "gain", stay visible).
+
+use crate::cfg::Exit;
+use crate::frequency::{estimate, BlockObservation, ClassEstimate, Confidence};
+use crate::function_code::FunctionCode;
+use dcpi_models::classify::shape;
+use dcpi_models::machine::Machine;
+use dcpi_models::schedule::{analyze, Options, RepeatMode, Stall};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InsnRow {
+    /// ELF virtual address, as objdump shows it.
+    pub addr: String,
+    #[serde(skip)]
+    pub vaddr: u64,
+    pub instruction: String,
+    pub block: usize,
+    /// Source file:line, where DWARF says.
+    pub source: Option<String>,
+    /// Samples that landed here, per event.
+    pub samples: BTreeMap<String, u64>,
+    /// Time-event samples charged to this instruction after the skid correction.
+    pub charged_samples: f64,
+    /// Estimated executions.
+    pub freq: Option<f64>,
+    pub confidence: Confidence,
+    /// Cycles per execution, measured.
+    pub cpi: Option<f64>,
+    /// Cycles per execution in the best case (the model).
+    pub best_cpi: f64,
+    /// Best-case cycles beyond the width's share, with the model's reasons.
+    pub static_stall: f64,
+    /// Short codes of the static stall reasons (see the legend of the text view).
+    pub static_marks: String,
+    pub static_reasons: Vec<Stall>,
+    /// CPI − best case, in cycles per execution.
+    pub dynamic_stall: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockRow {
+    pub index: usize,
+    pub start: String,
+    pub end: String,
+    pub instructions: usize,
+    pub freq: Option<f64>,
+    pub confidence: Confidence,
+    pub class: usize,
+    /// Loops the block is in (indices into the function's loops), innermost last.
+    pub loops: Vec<usize>,
+    pub loop_header: bool,
+    pub successors: Vec<usize>,
+    pub exit: Option<Exit>,
+    pub samples: u64,
+    /// Best-case cycles per execution (the model).
+    pub best_cycles: f64,
+    /// Measured cycles per execution (charged cycles / freq).
+    pub actual_cycles: Option<f64>,
+    /// What bounds the block in the model.
+    pub bottleneck: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub samples: BTreeMap<String, u64>,
+    pub cycles: f64,
+    pub best_case_cycles: f64,
+    pub instructions_executed: f64,
+    pub cpi: Option<f64>,
+    pub best_cpi: Option<f64>,
+    /// Share of the cycles that are dynamic stalls (actual − best case).
+    pub dynamic_stall_share: Option<f64>,
+    /// Share of the samples on instructions with at least medium confidence.
+    pub confident_share: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CpiReport {
+    pub image: String,
+    pub function: String,
+    pub start: String,
+    pub end: String,
+    pub machine: String,
+    pub events: Vec<String>,
+    pub time_event: Option<String>,
+    pub cycles_per_sample: Option<f64>,
+    pub summary: Summary,
+    pub blocks: Vec<BlockRow>,
+    pub class_estimates: Vec<ClassEstimate>,
+    pub instructions: Vec<InsnRow>,
+    pub warnings: Vec<String>,
+}
+
+/// Best-case timing of one block.
+struct BlockModel {
+    cycles: f64,
+    head: Vec<f64>,
+    stalls: Vec<Vec<Stall>>,
+    bottleneck: String,
+}
+
+fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
+    let blk = &code.cfg.blocks[b];
+    let insns = &code.cfg.insns[blk.insns.clone()];
+    let n = insns.len();
+    if insns.iter().any(crate::disasm::is_bad) {
+        return BlockModel {
+            cycles: 0.0,
+            head: vec![0.0; n],
+            stalls: vec![Vec::new(); n],
+            bottleneck: "undecodable bytes".into(),
+        };
+    }
+    let self_loop = code.cfg.successors(b).any(|e| e.to == b);
+    let a = analyze(
+        machine,
+        insns,
+        Options {
+            mode: if self_loop {
+                RepeatMode::Loop
+            } else {
+                RepeatMode::Unrolled
+            },
+            iterations: 0,
+        },
+    );
+    BlockModel {
+        cycles: a.cycles_per_iteration,
+        head: a.insns.iter().map(|t| t.head_cycles).collect(),
+        stalls: a.insns.iter().map(|t| t.stalls.clone()).collect(),
+        bottleneck: a.bottleneck,
+    }
+}
+
+/// One-letter codes of static stall reasons.
+pub fn stall_mark(s: &Stall) -> char {
+    match s {
+        Stall::Dependency {
+            loop_carried: true, ..
+        } => 'c',
+        Stall::Dependency { .. } => 'd',
+        Stall::StoreForward { .. } => 'm',
+        Stall::PortContention { .. } => 'p',
+        Stall::UnitBusy { .. } => 'u',
+        Stall::DispatchWidth => 'w',
+        Stall::RobFull => 'r',
+        Stall::FrontEnd { .. } => 'f',
+    }
+}
+
+/// Per instruction: whether it is a conditional branch macro-fused with the
+/// compare before it (the pair is one µop: its samples belong to the compare).
+fn fused_branches(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
+    let insns = &code.cfg.insns;
+    let mut out = vec![false; insns.len()];
+    if !machine.macro_fusion {
+        return out;
+    }
+    let mut info = iced_x86::InstructionInfoFactory::new();
+    for blk in &code.cfg.blocks {
+        for i in blk.insns.start + 1..blk.insns.end {
+            if insns[i].instr.flow_control() == iced_x86::FlowControl::ConditionalBranch
+                && !crate::disasm::is_bad(&insns[i - 1])
+                && shape(&insns[i - 1].instr, &mut info).fusible
+            {
+                out[i] = true;
+            }
+        }
+    }
+    out
+}
+
+/// The skid correction: each instruction is charged the samples (and
+/// cycles) that landed on the next one; a fused branch passes its charge to
+/// its compare; a block's first samples go to its predecessors' last
+/// instructions in proportion to their frequencies.
+fn charge_responsible(
+    code: &FunctionCode,
+    block_of: &[usize],
+    fused: &[bool],
+    freq: Option<&[f64]>,
+) -> (Vec<f64>, Vec<f64>) {
+    let cfg = &code.cfg;
+    let ni = cfg.insns.len();
+    let mut charged = vec![0.0f64; ni];
+    let mut cycles = vec![0.0f64; ni];
+    let mut give = |to: usize, s: f64, c: f64| {
+        let to = if fused[to] { to - 1 } else { to };
+        charged[to] += s;
+        cycles[to] += c;
+    };
+    for i in 0..ni {
+        let s = code.time_samples(i) as f64;
+        let cyc = code.cycles[i];
+        if s == 0.0 {
+            continue;
+        }
+        let b = block_of[i];
+        if i > cfg.blocks[b].insns.start {
+            give(i - 1, s, cyc);
+            continue;
+        }
+        let preds: Vec<usize> = cfg.predecessors(b).map(|e| e.from).collect();
+        let weights: Vec<f64> = preds
+            .iter()
+            .map(|&p| freq.map_or(1.0, |f| f[p]))
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let own_entry = freq.map_or(0.0, |f| (f[b] - total).max(0.0));
+        let whole = total + own_entry;
+        if preds.is_empty() || whole <= 0.0 {
+            give(i, s, cyc);
+            continue;
+        }
+        for (p, w) in preds.iter().zip(&weights) {
+            give(cfg.blocks[*p].insns.end - 1, s * w / whole, cyc * w / whole);
+        }
+        if own_entry > 0.0 {
+            give(i, s * own_entry / whole, cyc * own_entry / whole);
+        }
+    }
+    (charged, cycles)
+}
+
+/// The CPI analysis of a function.
+pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
+    let cfg = &code.cfg;
+    let nb = cfg.blocks.len();
+    let ni = cfg.insns.len();
+    let mut warnings = Vec::new();
+    let models: Vec<BlockModel> = (0..nb).map(|b| model_block(code, b, machine)).collect();
+    let time = code.time_event;
+    let cps = time.and_then(|t| code.events[t].cycles_per_sample);
+    if time.is_none() {
+        warnings.push(
+            "no time event (cpu-clock, task-clock, cycles) was sampled: frequencies and CPI need one"
+                .into(),
+        );
+    } else if cps.is_none() {
+        warnings.push("the run recorded no core clock: samples cannot become cycles".into());
+    }
+    if code.misaligned_samples > 0 {
+        warnings.push(format!(
+            "{} samples fall inside {} but not on an instruction start (code that is not what the disassembly shows?)",
+            code.misaligned_samples, code.function.name
+        ));
+    }
+
+    let block_of: Vec<usize> = {
+        let mut v = vec![0; ni];
+        for (b, blk) in cfg.blocks.iter().enumerate() {
+            for i in blk.insns.clone() {
+                v[i] = b;
+            }
+        }
+        v
+    };
+    let fused = fused_branches(code, machine);
+    let observe = |per_insn: &dyn Fn(usize) -> f64| -> Vec<BlockObservation> {
+        (0..nb)
+            .map(|b| BlockObservation {
+                samples: cfg.blocks[b].insns.clone().map(per_insn).sum(),
+                best_cycles: models[b].cycles,
+            })
+            .collect()
+    };
+    // Pass 1 on the samples where they landed; pass 2 on the samples charged
+    // to the instructions responsible (which needs pass 1's frequencies to
+    // split a block's first samples between its predecessors).
+    let landed = observe(&|i| code.time_samples(i) as f64);
+    let mut freqs = cps.map(|c| estimate(cfg, &landed, c));
+    let (mut charged, mut charged_cycles) =
+        charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
+    if let Some(c) = cps {
+        let obs = observe(&|i| charged[i]);
+        freqs = Some(estimate(cfg, &obs, c));
+        (charged, charged_cycles) =
+            charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
+    }
+    let obs = observe(&|i| charged[i]);
+
+    let width = machine.dispatch_width.max(1) as f64;
+    let mut instructions = Vec::with_capacity(ni);
+    for (b, blk) in cfg.blocks.iter().enumerate() {
+        for (k, i) in blk.insns.clone().enumerate() {
+            let d = &cfg.insns[i];
+            let best = models[b].head.get(k).copied().unwrap_or(0.0);
+            let f = freqs.as_ref().map(|f| f.freq[b]);
+            let conf = freqs
+                .as_ref()
+                .map_or(Confidence::Low, |f| f.confidence[b]);
+            let cpi = f.filter(|f| *f > 0.0).map(|f| charged_cycles[i] / f);
+            let reasons = models[b].stalls.get(k).cloned().unwrap_or_default();
+            let static_stall = (best - 1.0 / width).max(0.0);
+            let mut marks: Vec<char> = if static_stall > 0.0 {
+                reasons.iter().map(stall_mark).collect()
+            } else {
+                Vec::new()
+            };
+            marks.sort();
+            marks.dedup();
+            instructions.push(InsnRow {
+                addr: format!("{:#x}", d.addr),
+                vaddr: d.addr,
+                instruction: d.text.clone(),
+                block: b,
+                source: code.lines[i]
+                    .as_ref()
+                    .map(|(f, l)| format!("{}:{l}", f.rsplit('/').next().unwrap_or(f))),
+                samples: code
+                    .events
+                    .iter()
+                    .zip(&code.counts[i])
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(e, n)| (e.name.clone(), *n))
+                    .collect(),
+                charged_samples: charged[i],
+                freq: f,
+                confidence: conf,
+                cpi,
+                best_cpi: best,
+                static_stall,
+                static_marks: marks.into_iter().collect(),
+                static_reasons: reasons,
+                dynamic_stall: cpi.map(|c| c - best),
+            });
+        }
+    }
+
+    let header_of: Vec<bool> = (0..nb)
+        .map(|b| cfg.loops.iter().any(|l| l.header == b))
+        .collect();
+    let blocks: Vec<BlockRow> = cfg
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(b, blk)| {
+            let f = freqs.as_ref().map(|f| f.freq[b]);
+            let cyc: f64 = blk.insns.clone().map(|i| charged_cycles[i]).sum();
+            BlockRow {
+                index: b,
+                start: format!("{:#x}", blk.start),
+                end: format!("{:#x}", blk.end),
+                instructions: blk.insns.len(),
+                freq: f,
+                confidence: freqs
+                    .as_ref()
+                    .map_or(Confidence::Low, |f| f.confidence[b]),
+                class: cfg.class_of[b],
+                loops: cfg.loops_of[b].clone(),
+                loop_header: header_of[b],
+                successors: cfg.successors(b).map(|e| e.to).collect(),
+                exit: blk.exit,
+                samples: obs[b].samples as u64,
+                best_cycles: models[b].cycles,
+                actual_cycles: f.filter(|f| *f > 0.0).map(|f| cyc / f),
+                bottleneck: models[b].bottleneck.clone(),
+            }
+        })
+        .collect();
+
+    let totals = code.total_samples();
+    let cycles: f64 = code.cycles.iter().sum();
+    let (mut best_total, mut executed) = (0.0, 0.0);
+    if let Some(f) = &freqs {
+        for b in 0..nb {
+            best_total += f.freq[b] * models[b].cycles;
+            executed += f.freq[b] * cfg.blocks[b].insns.len() as f64;
+        }
+    }
+    let time_total: f64 = (0..ni).map(|i| code.time_samples(i) as f64).sum();
+    let confident: f64 = instructions
+        .iter()
+        .filter(|r| r.confidence >= Confidence::Medium)
+        .map(|r| r.charged_samples)
+        .sum();
+    let summary = Summary {
+        samples: code
+            .events
+            .iter()
+            .zip(&totals)
+            .map(|(e, n)| (e.name.clone(), *n))
+            .collect(),
+        cycles,
+        best_case_cycles: best_total,
+        instructions_executed: executed,
+        cpi: (executed > 0.0).then(|| cycles / executed),
+        best_cpi: (executed > 0.0).then(|| best_total / executed),
+        dynamic_stall_share: (cycles > 0.0 && freqs.is_some())
+            .then(|| ((cycles - best_total) / cycles).max(0.0)),
+        confident_share: if time_total > 0.0 {
+            confident / time_total
+        } else {
+            0.0
+        },
+    };
+    CpiReport {
+        image: code.image_path.clone(),
+        function: code.function.name.clone(),
+        start: format!("{:#x}", code.function.start),
+        end: format!("{:#x}", code.function.end),
+        machine: machine.name.clone(),
+        events: code.events.iter().map(|e| e.name.clone()).collect(),
+        time_event: time.map(|t| code.events[t].name.clone()),
+        cycles_per_sample: cps,
+        summary,
+        blocks,
+        class_estimates: freqs.map(|f| f.classes).unwrap_or_default(),
+        instructions,
+        warnings,
+    }
+}

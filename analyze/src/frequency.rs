@@ -1,0 +1,223 @@
+//! Execution frequencies from samples (DCPI §6.1-6.2, S = F·C).
+//!
+//! Per frequency-equivalence class, each block gives a ratio
+//! samples × cycles-per-sample / best-case cycles — its frequency if it ran
+//! without dynamic stalls, more if it stalled. Blocks on out-of-order x86
+//! share their samples unevenly between instructions (throughput-bound code
+//! spreads them, the model cannot say how), so ratios are taken per block,
+//! not per instruction. The estimate is the sample-weighted ratio of the
+//! cluster of smallest ratios: blocks whose Poisson interval reaches below
+//! the tightest upper bound in the class, widened by the model's error.
+//! Estimates then go through flow conservation ([`crate::flow_solve`]) so
+//! classes with few samples take their frequency from their neighbours.
+//!
+//! Confidence follows the relative error of an estimate:
+//! sqrt(1/samples + model_error²): high ≤ 15 %, medium ≤ 35 %, else low;
+//! blocks whose frequency came from conservation alone are low.
+
+use crate::cfg::Cfg;
+use crate::flow_solve::{solve, FlowProblem};
+use serde::Serialize;
+
+/// Relative error of the best-case model on a block (BHive MAPE on the host).
+pub const MODEL_ERROR: f64 = 0.12;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    fn from_relative_error(rel: f64) -> Self {
+        if rel <= 0.15 {
+            Confidence::High
+        } else if rel <= 0.35 {
+            Confidence::Medium
+        } else {
+            Confidence::Low
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// What a block offers the estimator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlockObservation {
+    /// Samples of the time event that landed in the block.
+    pub samples: f64,
+    /// Best-case cycles of one execution (the model's cycles per iteration).
+    pub best_cycles: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassEstimate {
+    pub class: usize,
+    pub freq: f64,
+    pub relative_error: f64,
+    pub standard_error: f64,
+    pub confidence: Confidence,
+    /// Blocks whose ratios made the estimate.
+    pub blocks: Vec<usize>,
+    pub samples: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Frequencies {
+    /// Per block.
+    pub freq: Vec<f64>,
+    pub confidence: Vec<Confidence>,
+    pub classes: Vec<ClassEstimate>,
+}
+
+/// Poisson bounds (about two standard deviations) on a count.
+fn count_bounds(s: f64) -> (f64, f64) {
+    let sd = (s + 1.0).sqrt();
+    ((s - 2.0 * sd).max(0.0), s + 2.0 * sd + 1.0)
+}
+
+/// The estimate of one class from its blocks' observations.
+pub fn estimate_class(
+    class: usize,
+    blocks: &[usize],
+    obs: &[BlockObservation],
+    cycles_per_sample: f64,
+) -> Option<ClassEstimate> {
+    let usable: Vec<usize> = blocks
+        .iter()
+        .copied()
+        .filter(|&b| obs[b].best_cycles > 0.05)
+        .collect();
+    if usable.is_empty() {
+        return None;
+    }
+    if usable.iter().all(|&b| obs[b].samples <= 0.0) {
+        // No samples: the frequency is small, about one sample's worth at most.
+        let c: f64 = usable.iter().map(|&b| obs[b].best_cycles).sum();
+        return Some(ClassEstimate {
+            class,
+            freq: 0.0,
+            relative_error: f64::INFINITY,
+            standard_error: 1.5 * cycles_per_sample / c,
+            confidence: Confidence::Low,
+            blocks: usable,
+            samples: 0.0,
+        });
+    }
+    let ratio = |b: usize, s: f64| s * cycles_per_sample / obs[b].best_cycles;
+    let upper = usable
+        .iter()
+        .map(|&b| ratio(b, count_bounds(obs[b].samples).1))
+        .fold(f64::INFINITY, f64::min);
+    let reach = upper * (1.0 + 2.0 * MODEL_ERROR);
+    let cluster: Vec<usize> = usable
+        .iter()
+        .copied()
+        .filter(|&b| ratio(b, count_bounds(obs[b].samples).0) <= reach)
+        .collect();
+    let s: f64 = cluster.iter().map(|&b| obs[b].samples).sum();
+    let c: f64 = cluster.iter().map(|&b| obs[b].best_cycles).sum();
+    if c <= 0.0 {
+        return None;
+    }
+    let rel = (1.0 / s.max(0.5) + MODEL_ERROR * MODEL_ERROR).sqrt();
+    Some(ClassEstimate {
+        class,
+        freq: s * cycles_per_sample / c,
+        relative_error: rel,
+        standard_error: rel * s * cycles_per_sample / c,
+        confidence: Confidence::from_relative_error(rel),
+        blocks: cluster,
+        samples: s,
+    })
+}
+
+/// Frequencies of every block of a function.
+pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> Frequencies {
+    let n = cfg.blocks.len();
+    let classes: Vec<ClassEstimate> = cfg
+        .classes
+        .iter()
+        .enumerate()
+        .filter_map(|(c, blocks)| estimate_class(c, blocks, obs, cycles_per_sample))
+        .collect();
+    let mut estimates = vec![None; n];
+    let mut confidence = vec![Confidence::Low; n];
+    for e in &classes {
+        for &b in &cfg.classes[e.class] {
+            estimates[b] = Some((e.freq, e.standard_error));
+            confidence[b] = e.confidence;
+        }
+    }
+    let mut has_pred = vec![false; n];
+    for e in &cfg.edges {
+        has_pred[e.to] = true;
+    }
+    let problem = FlowProblem {
+        blocks: n,
+        edges: cfg.edges.iter().map(|e| (e.from, e.to)).collect(),
+        entries: (0..n).filter(|&b| b == 0 || !has_pred[b]).collect(),
+        exits: (0..n).filter(|&b| cfg.blocks[b].exit.is_some()).collect(),
+        estimates: estimates.clone(),
+    };
+    let freq = solve(&problem).unwrap_or_else(|| vec![0.0; n]);
+    // A block whose solved frequency strays far from its own class estimate
+    // loses confidence: conservation disagreed with its samples.
+    for b in 0..n {
+        if let Some((est, sd)) = estimates[b] {
+            let off = (freq[b] - est).abs();
+            if off > 3.0 * sd {
+                confidence[b] = confidence[b].min(Confidence::Medium);
+            }
+            if off > est.max(sd) {
+                confidence[b] = Confidence::Low;
+            }
+        }
+    }
+    Frequencies {
+        freq,
+        confidence,
+        classes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs(s: f64, c: f64) -> BlockObservation {
+        BlockObservation {
+            samples: s,
+            best_cycles: c,
+        }
+    }
+
+    #[test]
+    fn stalled_block_is_left_out_of_the_cluster() {
+        // Three blocks run 1000 times; block 2 stalls (3x its best case).
+        let o = [obs(1000.0, 2.0), obs(1500.0, 3.0), obs(6000.0, 4.0)];
+        let e = estimate_class(0, &[0, 1, 2], &o, 2.0).unwrap();
+        assert_eq!(e.blocks, vec![0, 1]);
+        assert!((e.freq - 1000.0).abs() < 1.0, "{e:?}");
+        assert_eq!(e.confidence, Confidence::High);
+    }
+
+    #[test]
+    fn few_samples_are_low_confidence() {
+        let o = [obs(2.0, 2.0)];
+        let e = estimate_class(0, &[0], &o, 2.0).unwrap();
+        assert_eq!(e.confidence, Confidence::Low);
+        let zero = estimate_class(0, &[0], &[obs(0.0, 2.0)], 2.0).unwrap();
+        assert_eq!(zero.freq, 0.0);
+        assert!(zero.standard_error > 0.0);
+    }
+}

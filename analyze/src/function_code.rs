@@ -1,0 +1,115 @@
+//! One function ready for instruction-level views: its instructions
+//! (disassembled from the profiled image), CFG, source lines and the samples
+//! that landed on each instruction. `dcpi list` shows this as it is; the
+//! CPI analysis ([`crate::cpi`]) adds frequencies and cycles.
+
+use crate::cfg::{is_noreturn_name, Cfg, ImageAccess};
+use crate::disasm::{disassemble, Syntax};
+use crate::elf_symbols::FunctionRange;
+use crate::error::{AnalyzeError, Result};
+use crate::image::ElfImage;
+use crate::samples::{EventInfo, ImageSamples};
+use crate::source_lines::SourceLines;
+
+pub struct FunctionCode {
+    pub image_path: String,
+    pub function: FunctionRange,
+    pub cfg: Cfg,
+    pub events: Vec<EventInfo>,
+    pub time_event: Option<usize>,
+    /// Per instruction: counts per event.
+    pub counts: Vec<Vec<u64>>,
+    /// Per instruction: cycles its time-event samples stand for.
+    pub cycles: Vec<f64>,
+    /// Per instruction: (file, line).
+    pub lines: Vec<Option<(String, u32)>>,
+    /// Samples inside the function's extent but not at an instruction start.
+    pub misaligned_samples: u64,
+}
+
+impl FunctionCode {
+    pub fn load(
+        image: &ElfImage,
+        samples: &ImageSamples,
+        function: &FunctionRange,
+        syntax: Syntax,
+        lines: Option<&SourceLines>,
+    ) -> Result<Self> {
+        let len = (function.end - function.start) as usize;
+        let bytes = image.bytes(function.start, len).ok_or_else(|| AnalyzeError::Image {
+            path: image.path.clone(),
+            detail: format!(
+                "{} [{:#x}-{:#x}] is not inside one loaded segment",
+                function.name, function.start, function.end
+            ),
+        })?;
+        let label = |a: u64| image.symbols.label(a);
+        let insns = disassemble(bytes, function.start, syntax, &label);
+        let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
+        let noreturn = |a: u64| {
+            image
+                .symbols
+                .procedure(a)
+                .is_some_and(|p| p.start == a && is_noreturn_name(&p.name))
+        };
+        let access = ImageAccess {
+            read: &read,
+            is_noreturn: &noreturn,
+        };
+        let cfg = Cfg::build(insns, function.start, function.end, &access);
+        let nev = samples.events.len();
+        let mut counts = vec![vec![0u64; nev]; cfg.insns.len()];
+        let mut cycles = vec![0.0; cfg.insns.len()];
+        let mut misaligned = 0;
+        if let (Some(lo), Some(hi)) = (
+            image.offset_of_vaddr(function.start),
+            image.offset_of_vaddr(function.end - 1),
+        ) {
+            for (&off, s) in samples.by_offset.range(lo..=hi) {
+                let Some(va) = image.vaddr_of_offset(off) else {
+                    continue;
+                };
+                match cfg.insns.binary_search_by_key(&va, |d| d.addr) {
+                    Ok(i) => {
+                        for (c, n) in counts[i].iter_mut().zip(&s.counts) {
+                            *c += n;
+                        }
+                        cycles[i] += s.cycles;
+                    }
+                    Err(_) => misaligned += s.counts.iter().sum::<u64>(),
+                }
+            }
+        }
+        let lines = cfg
+            .insns
+            .iter()
+            .map(|d| lines.and_then(|l| l.line(d.addr)))
+            .collect();
+        Ok(FunctionCode {
+            image_path: image.path.clone(),
+            function: function.clone(),
+            cfg,
+            events: samples.events.clone(),
+            time_event: samples.time_event,
+            counts,
+            cycles,
+            lines,
+            misaligned_samples: misaligned,
+        })
+    }
+
+    /// Samples of the time event at instruction `i`.
+    pub fn time_samples(&self, i: usize) -> u64 {
+        self.time_event.map_or(0, |t| self.counts[i][t])
+    }
+
+    pub fn total_samples(&self) -> Vec<u64> {
+        let mut t = vec![0; self.events.len()];
+        for c in &self.counts {
+            for (a, b) in t.iter_mut().zip(c) {
+                *a += b;
+            }
+        }
+        t
+    }
+}

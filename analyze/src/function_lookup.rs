@@ -1,0 +1,141 @@
+//! Finding the function a user named: by plain, mangled or demangled name,
+//! or by an address inside it, in the image given or in any profiled ELF
+//! image; a name in several images asks which one.
+
+use crate::elf_symbols::FunctionRange;
+use crate::error::{AnalyzeError, Result};
+use crate::image::{closest, parse_address, ElfImage};
+use crate::samples::{ImageSamples, Profile, SampleFilter};
+use dcpi_collect::db::reader::ImageRow;
+
+pub struct Located {
+    pub row: ImageRow,
+    pub image: ElfImage,
+    pub function: FunctionRange,
+}
+
+/// Opens the ELF image of a profile row (refusing a changed binary).
+pub fn open_image(row: &ImageRow) -> Result<ElfImage> {
+    ElfImage::open(&row.path, row.build_id.as_deref())
+}
+
+pub fn locate(
+    profile: &Profile,
+    filter: &SampleFilter,
+    func: &str,
+    image: Option<&str>,
+) -> Result<Located> {
+    if let Some(text) = image {
+        let row = match profile.image_named(text, filter) {
+            Ok(r) => r,
+            Err(e) => {
+                // An image with no samples can still be listed by its path.
+                match profile.images.iter().find(|i| i.path == text) {
+                    Some(r) => r.clone(),
+                    None => return Err(e),
+                }
+            }
+        };
+        let image = open_image(&row)?;
+        let function = image.find_function(func)?;
+        return Ok(Located {
+            row,
+            image,
+            function,
+        });
+    }
+    let mut found = Vec::new();
+    let mut names = Vec::new();
+    let mut problems = Vec::new();
+    for (row, _) in profile.images_with_samples(filter)? {
+        let image = match open_image(&row) {
+            Ok(i) => i,
+            Err(e) => {
+                problems.push(e.to_string());
+                continue;
+            }
+        };
+        match image.find_function(func) {
+            Ok(f) => found.push(Located {
+                row,
+                image,
+                function: f,
+            }),
+            Err(_) => {
+                if parse_address(func).is_none() {
+                    names.extend(image.symbols.functions().into_iter().map(|f| f.name));
+                }
+            }
+        }
+    }
+    // An address may fall in several images' ranges; keep those with samples there.
+    if found.len() > 1 && parse_address(func).is_some() {
+        let mut with = Vec::new();
+        for l in found {
+            let s = profile.image_samples(&l.row, filter)?;
+            if function_samples(&l.image, &s, &l.function) > 0 {
+                with.push(l);
+            }
+        }
+        found = with;
+    }
+    match found.len() {
+        1 => Ok(found.pop().expect("one")),
+        0 => {
+            let mut msg = if parse_address(func).is_some() {
+                format!("no profiled image has a function at {func}; name the image with --image")
+            } else {
+                format!(
+                    "no function '{func}' in the profiled images; closest: {}",
+                    closest(names.iter().map(|s| s.as_str()), func).join(", ")
+                )
+            };
+            for p in problems {
+                msg.push_str(&format!("\n  ({p})"));
+            }
+            Err(AnalyzeError::Usage(msg))
+        }
+        _ => Err(AnalyzeError::Usage(format!(
+            "'{func}' is in several images; choose one with --image: {}",
+            found
+                .iter()
+                .map(|l| l.row.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Samples (all events) inside a function.
+pub fn function_samples(image: &ElfImage, s: &ImageSamples, f: &FunctionRange) -> u64 {
+    let (Some(lo), Some(hi)) = (
+        image.offset_of_vaddr(f.start),
+        image.offset_of_vaddr(f.end.saturating_sub(1)),
+    ) else {
+        return 0;
+    };
+    s.by_offset
+        .range(lo..=hi)
+        .map(|(_, x)| x.counts.iter().sum::<u64>())
+        .sum()
+}
+
+/// Functions of the image with samples, most samples first.
+pub fn functions_with_samples(image: &ElfImage, s: &ImageSamples) -> Vec<(FunctionRange, u64)> {
+    let mut per: std::collections::BTreeMap<u64, (FunctionRange, u64)> = Default::default();
+    for (off, x) in &s.by_offset {
+        let Some(va) = image.vaddr_of_offset(*off) else {
+            continue;
+        };
+        let Some(f) = image.symbols.function_at(va) else {
+            continue;
+        };
+        if f.end <= f.start || f.name.ends_with("@plt") {
+            continue;
+        }
+        per.entry(f.start).or_insert((f, 0)).1 += x.counts.iter().sum::<u64>();
+    }
+    let mut v: Vec<(FunctionRange, u64)> = per.into_values().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.start.cmp(&b.0.start)));
+    v
+}

@@ -1,0 +1,175 @@
+//! Text rendering of the CPI analysis (dcpicalc's listing): per block a
+//! header with its frequency and best/actual cycles, per instruction its
+//! samples, frequency, confidence, CPI, best case, static marks and dynamic
+//! stall cycles. Estimates below the chosen confidence print as `-`.
+
+use crate::cpi::{CpiReport, InsnRow};
+use crate::frequency::Confidence;
+use std::fmt::Write;
+
+/// 1.23G, 456M, 7.89K, 12.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e12 {
+        format!("{:.2}T", v / 1e12)
+    } else if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}K", v / 1e3)
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn opt(v: Option<f64>, shown: bool, f: impl Fn(f64) -> String) -> String {
+    match (v, shown) {
+        (Some(x), true) => f(x),
+        _ => "-".into(),
+    }
+}
+
+pub const LEGEND: &str = "static stall marks: d register dependency, c loop-carried chain, \
+m store forwarding, p port contention, u unit busy (divider), w dispatch width, r ROB full, \
+f front end";
+
+fn insn_line(out: &mut String, r: &InsnRow, time_event: Option<&str>, min: Confidence) {
+    let shown = r.confidence >= min;
+    let samples = time_event
+        .and_then(|e| r.samples.get(e))
+        .copied()
+        .unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "{:>10} {:>8} {:>8} {:>6} {:>7} {:>6} {:>4} {:>7}  {}",
+        r.addr.trim_start_matches("0x"),
+        samples,
+        opt(r.freq, shown, si),
+        r.confidence.as_str(),
+        opt(r.cpi, shown, |c| format!("{c:.2}")),
+        format!("{:.2}", r.best_cpi),
+        if r.static_marks.is_empty() {
+            "".to_string()
+        } else {
+            r.static_marks.clone()
+        },
+        opt(r.dynamic_stall, shown, |c| format!("{c:+.2}")),
+        r.instruction
+    );
+}
+
+pub fn render(rep: &CpiReport, min: Confidence) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "image     {}", rep.image);
+    let loops = rep
+        .blocks
+        .iter()
+        .filter(|b| b.loop_header)
+        .count();
+    let _ = writeln!(
+        out,
+        "function  {} [{}-{}]: {} instructions, {} blocks, {} loops; model {}",
+        rep.function,
+        rep.start,
+        rep.end,
+        rep.instructions.len(),
+        rep.blocks.len(),
+        loops,
+        rep.machine
+    );
+    let time = rep.time_event.as_deref();
+    let samples_of = |e: &str| rep.summary.samples.get(e).copied().unwrap_or(0);
+    match (time, rep.cycles_per_sample) {
+        (Some(t), Some(cps)) => {
+            let _ = writeln!(
+                out,
+                "event     {t}: {} samples, one sample = {} cycles",
+                samples_of(t),
+                si(cps)
+            );
+        }
+        (Some(t), None) => {
+            let _ = writeln!(out, "event     {t}: {} samples", samples_of(t));
+        }
+        _ => {}
+    }
+    let others: Vec<String> = rep
+        .summary
+        .samples
+        .iter()
+        .filter(|(e, _)| Some(e.as_str()) != time)
+        .map(|(e, n)| format!("{e} {n}"))
+        .collect();
+    if !others.is_empty() {
+        let _ = writeln!(out, "also      {}", others.join(", "));
+    }
+    let s = &rep.summary;
+    if let (Some(cpi), Some(best)) = (s.cpi, s.best_cpi) {
+        let _ = writeln!(
+            out,
+            "summary   {} cycles, best case {}; {} instructions executed; CPI {cpi:.2} (best case {best:.2}); dynamic stalls {:.1}% of cycles; {:.0}% of samples at >= {} confidence",
+            si(s.cycles),
+            si(s.best_case_cycles),
+            si(s.instructions_executed),
+            100.0 * s.dynamic_stall_share.unwrap_or(0.0),
+            100.0 * s.confident_share,
+            min.as_str()
+        );
+    }
+    for w in &rep.warnings {
+        let _ = writeln!(out, "warning   {w}");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:>10} {:>8} {:>8} {:>6} {:>7} {:>6} {:>4} {:>7}  instruction",
+        "addr", "samples", "freq", "conf", "cpi", "best", "stat", "dyn"
+    );
+    let mut rows = rep.instructions.iter().peekable();
+    for b in &rep.blocks {
+        let shown = b.confidence >= min;
+        let mut tags = Vec::new();
+        if b.loop_header {
+            tags.push("loop head".to_string());
+        }
+        if !b.loops.is_empty() {
+            tags.push(format!("depth {}", b.loops.len()));
+        }
+        if let Some(e) = &b.exit {
+            tags.push(format!("{e:?}").to_lowercase());
+        }
+        let _ = writeln!(
+            out,
+            "── block {} [{}] freq {} ({}), best {:.2} cycles, actual {} cycles{}",
+            b.index,
+            b.start,
+            opt(b.freq, shown, si),
+            b.confidence.as_str(),
+            b.best_cycles,
+            opt(b.actual_cycles, shown, |c| format!("{c:.2}")),
+            if tags.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", tags.join(", "))
+            }
+        );
+        while let Some(r) = rows.peek() {
+            if r.block != b.index {
+                break;
+            }
+            insn_line(&mut out, r, time, min);
+            rows.next();
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{LEGEND}");
+    let _ = writeln!(
+        out,
+        "cpi/dyn: cycles per execution measured and beyond the best case; estimates below {} confidence print as -",
+        min.as_str()
+    );
+    out
+}

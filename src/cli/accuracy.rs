@@ -1,0 +1,62 @@
+//! `dcpi accuracy`: how close dcpi's frequency estimates come to exact
+//! execution counts from callgrind (DCPI's accuracy measure), beside the
+//! naive estimator.
+
+use super::function_args::{machine_for, SampleArgs};
+use super::Format;
+use anyhow::{bail, Context};
+use clap::Args;
+use dcpi_analyze::accuracy::{compare, render};
+use dcpi_analyze::callgrind;
+use dcpi_analyze::image_cpi::analyze_image;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct AccuracyArgs {
+    /// callgrind output of the same program and input (`valgrind --tool=callgrind --dump-instr=yes`).
+    #[arg(long)]
+    pub callgrind: PathBuf,
+    #[command(flatten)]
+    pub samples: SampleArgs,
+    /// Machine description (default: the profiled CPU's).
+    #[arg(long)]
+    pub cpu: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+pub fn run(a: AccuracyArgs) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(&a.callgrind)
+        .with_context(|| format!("cannot read {}", a.callgrind.display()))?;
+    let truth = callgrind::parse(&text)?;
+    let profile = a.samples.open()?;
+    let filter = a.samples.filter();
+    let machine = machine_for(a.cpu.as_deref(), &profile)?;
+    let row = match &a.samples.image {
+        Some(t) => profile.image_named(t, &filter)?,
+        None => match profile.images_with_samples(&filter)?.first() {
+            Some((r, _)) => r.clone(),
+            None => bail!("no ELF image has samples"),
+        },
+    };
+    let Some(counts) = truth.get(&row.path).or_else(|| {
+        let canon = std::fs::canonicalize(&row.path).ok()?;
+        truth.iter().find_map(|(k, v)| {
+            (std::fs::canonicalize(k).ok()? == canon).then_some(v)
+        })
+    }) else {
+        bail!(
+            "{} has no counts for {} (objects in it: {})",
+            a.callgrind.display(),
+            row.path,
+            truth.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    };
+    let result = analyze_image(&profile, &filter, &row, &machine, a.samples.syntax())?;
+    let acc = compare(&result.reports, counts);
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&acc)?),
+        Format::Text => print!("{}", render(&acc, &row.path)),
+    }
+    Ok(0)
+}

@@ -1,0 +1,113 @@
+//! `dcpi cpi`: dcpicalc — frequency, CPI and stall cycles per instruction
+//! of one function, or of every function with samples in an image (`--all`,
+//! in parallel).
+
+use super::function_args::{machine_for, MinConfidence, SampleArgs};
+use super::Format;
+use anyhow::bail;
+use clap::Args;
+use dcpi_analyze::cpi::{analyze_function, CpiReport};
+use dcpi_analyze::function_code::FunctionCode;
+use dcpi_analyze::function_lookup::locate;
+use dcpi_analyze::image_cpi::analyze_image;
+use dcpi_analyze::source_lines::SourceLines;
+use dcpi_analyze::views::cpi_text;
+
+#[derive(Args, Debug)]
+pub struct CpiArgs {
+    /// Function: plain, mangled or demangled name, or an address inside it (0x...).
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    pub func: Option<String>,
+    /// Every function with samples in the image (--image, default: the image with most samples).
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub samples: SampleArgs,
+    /// Machine description (golden-cove, zen5, zen4, skylake, generic or a .toml); default: the profiled CPU's.
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Show estimates of at least this confidence.
+    #[arg(long, value_enum, default_value_t = MinConfidence::Medium)]
+    pub confidence: MinConfidence,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(serde::Serialize)]
+struct ImageCpiJson {
+    image: String,
+    functions: Vec<CpiReport>,
+}
+
+pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
+    let profile = a.samples.open()?;
+    let filter = a.samples.filter();
+    let machine = machine_for(a.cpu.as_deref(), &profile)?;
+    let syntax = a.samples.syntax();
+    if let Some(func) = &a.func {
+        let found = locate(&profile, &filter, func, a.samples.image.as_deref())?;
+        let samples = profile.image_samples(&found.row, &filter)?;
+        let lines = SourceLines::open(&found.image.path, found.image.data());
+        let code = FunctionCode::load(
+            &found.image,
+            &samples,
+            &found.function,
+            syntax,
+            Some(&lines),
+        )?;
+        let rep = analyze_function(&code, &machine);
+        match a.format {
+            Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
+            Format::Text => print!("{}", cpi_text::render(&rep, a.confidence.into())),
+        }
+        return Ok(0);
+    }
+    let rows = profile.images_with_samples(&filter)?;
+    let row = match &a.samples.image {
+        Some(text) => profile.image_named(text, &filter)?,
+        None => match rows.first() {
+            Some((r, _)) => r.clone(),
+            None => bail!("no ELF image has samples in {}", a.samples.db.display()),
+        },
+    };
+    let result = analyze_image(&profile, &filter, &row, &machine, syntax)?;
+    for f in &result.failures {
+        eprintln!("dcpi cpi: {f}");
+    }
+    let out = result.reports;
+    match a.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string(&ImageCpiJson {
+                image: row.path.clone(),
+                functions: out,
+            })?
+        ),
+        Format::Text => {
+            println!("image {}: {} functions with samples", row.path, out.len());
+            println!(
+                "{:>10} {:>8} {:>8} {:>8} {:>7}  function",
+                "samples", "cpi", "best", "dyn%", "conf%"
+            );
+            for r in &out {
+                let n: u64 = r.summary.samples.values().sum();
+                println!(
+                    "{:>10} {:>8} {:>8} {:>8} {:>7.0}  {}",
+                    n,
+                    r.summary.cpi.map_or("-".into(), |c| format!("{c:.2}")),
+                    r.summary.best_cpi.map_or("-".into(), |c| format!("{c:.2}")),
+                    r.summary
+                        .dynamic_stall_share
+                        .map_or("-".into(), |c| format!("{:.1}", 100.0 * c)),
+                    100.0 * r.summary.confident_share,
+                    r.function
+                );
+            }
+            for r in &out {
+                println!();
+                print!("{}", cpi_text::render(r, a.confidence.into()));
+            }
+        }
+    }
+    Ok(0)
+}

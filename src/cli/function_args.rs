@@ -1,0 +1,94 @@
+//! Flags shared by the instruction-level views (`list`, `cpi`, ...): which
+//! database, which samples, which function.
+
+use clap::{Args, ValueEnum};
+use dcpi_analyze::disasm::Syntax;
+use dcpi_analyze::frequency::Confidence;
+use dcpi_analyze::samples::{Profile, SampleFilter};
+use dcpi_models::machine::Machine;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub struct SampleArgs {
+    /// Profile database to read.
+    #[arg(long = "db", short = 'i', default_value = "dcpi.db")]
+    pub db: PathBuf,
+    /// Image: its path, basename, or a unique part of its path.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Only processes with this pid.
+    #[arg(long)]
+    pub pid: Option<i64>,
+    /// Only processes with this command name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only this process instance, as COMM#N.
+    #[arg(long)]
+    pub appid: Option<String>,
+    /// Only these epochs (comma-separated ids).
+    #[arg(long, value_delimiter = ',')]
+    pub epoch: Option<Vec<i64>>,
+    /// Intel syntax instead of AT&T.
+    #[arg(long)]
+    pub intel: bool,
+}
+
+impl SampleArgs {
+    pub fn filter(&self) -> SampleFilter {
+        SampleFilter {
+            pid: self.pid,
+            comm: self.comm.clone(),
+            appid: self.appid.clone(),
+            epochs: self.epoch.clone(),
+        }
+    }
+
+    pub fn syntax(&self) -> Syntax {
+        if self.intel {
+            Syntax::Intel
+        } else {
+            Syntax::Att
+        }
+    }
+
+    pub fn open(&self) -> anyhow::Result<Profile> {
+        if !self.db.exists() {
+            anyhow::bail!(
+                "no profile database at {} (run `dcpi collect -o {} -- CMD` first, or give --db)",
+                self.db.display(),
+                self.db.display()
+            );
+        }
+        Ok(Profile::open(&self.db)?)
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MinConfidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl From<MinConfidence> for Confidence {
+    fn from(c: MinConfidence) -> Self {
+        match c {
+            MinConfidence::Low => Confidence::Low,
+            MinConfidence::Medium => Confidence::Medium,
+            MinConfidence::High => Confidence::High,
+        }
+    }
+}
+
+/// The machine description: --cpu, else the profiled CPU's, else the host's.
+pub fn machine_for(cpu: Option<&str>, profile: &Profile) -> anyhow::Result<Machine> {
+    if let Some(name) = cpu {
+        return Ok(Machine::by_name(name)?);
+    }
+    if let Some(r) = profile.runs.last() {
+        if let (Some(v), Some(f), Some(m)) = (&r.cpu_vendor, r.cpu_family, r.cpu_model) {
+            return Ok(Machine::for_cpu(v, f as u32, m as u32));
+        }
+    }
+    Ok(Machine::host())
+}

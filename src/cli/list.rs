@@ -1,0 +1,41 @@
+//! `dcpi list`: annotated disassembly of a function with its samples.
+
+use super::function_args::SampleArgs;
+use super::Format;
+use clap::Args;
+use dcpi_analyze::function_code::FunctionCode;
+use dcpi_analyze::function_lookup::locate;
+use dcpi_analyze::source_lines::SourceLines;
+use dcpi_analyze::views::list_text;
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Function: plain, mangled or demangled name, or an address inside it (0x...).
+    #[arg(long)]
+    pub func: String,
+    #[command(flatten)]
+    pub samples: SampleArgs,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+pub fn run(a: ListArgs) -> anyhow::Result<i32> {
+    let profile = a.samples.open()?;
+    let filter = a.samples.filter();
+    let found = locate(&profile, &filter, &a.func, a.samples.image.as_deref())?;
+    let samples = profile.image_samples(&found.row, &filter)?;
+    let lines = SourceLines::open(&found.image.path, found.image.data());
+    let code = FunctionCode::load(
+        &found.image,
+        &samples,
+        &found.function,
+        a.samples.syntax(),
+        Some(&lines),
+    )?;
+    let l = list_text::listing(&code);
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&l)?),
+        Format::Text => print!("{}", list_text::render(&l)),
+    }
+    Ok(0)
+}
