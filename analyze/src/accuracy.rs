@@ -128,7 +128,11 @@ pub fn compare(reports: &[CpiReport], truth: &BTreeMap<u64, u64>) -> Accuracy {
         instructions: dcpi.len(),
         samples,
         samples_on_unexecuted: unexecuted,
-        confident_share: if samples > 0.0 { confident / samples } else { 0.0 },
+        confident_share: if samples > 0.0 {
+            confident / samples
+        } else {
+            0.0
+        },
         estimators: vec![score("dcpi", &dcpi), score("naive", &naive)],
         dcpi_confident: (!dcpi_conf.is_empty()).then(|| score("dcpi (medium+)", &dcpi_conf)),
     }

@@ -87,7 +87,10 @@ pub fn parse(text: &str) -> Result<Counts, CallgrindError> {
             continue;
         }
         let Some(instr_pos) = positions.iter().position(|p| p == "instr") else {
-            return Err(CallgrindError::Format(format!("positions: {}", positions.join(" "))));
+            return Err(CallgrindError::Format(format!(
+                "positions: {}",
+                positions.join(" ")
+            )));
         };
         let ir = ir_index
             .and_then(|i| toks.get(positions.len() + i))

@@ -104,6 +104,10 @@ pub struct Cfg {
     pub classes: Vec<Vec<usize>>,
 }
 
+/// How a block-ending instruction continues: in-function targets, how it
+/// leaves the function, whether it also falls through.
+type BlockEnd = (Vec<(usize, EdgeKind)>, Option<Exit>, bool);
+
 /// What the CFG builder may ask of the image.
 pub struct ImageAccess<'a> {
     /// Bytes at a virtual address (jump tables).
@@ -167,8 +171,7 @@ impl Cfg {
         }
         let mut jump_tables = Vec::new();
         // Per instruction that ends a block: its in-function targets and exit.
-        let mut ends: BTreeMap<usize, (Vec<(usize, EdgeKind)>, Option<Exit>, bool)> =
-            BTreeMap::new();
+        let mut ends: BTreeMap<usize, BlockEnd> = BTreeMap::new();
         for (i, d) in insns.iter().enumerate() {
             let next_is_leader = |l: &mut BTreeSet<usize>| {
                 if i + 1 < insns.len() {
@@ -367,8 +370,8 @@ impl Cfg {
         self.idom = vec![None; n];
         if n > 0 {
             let dom = simple_fast(&g, nodes[0]);
-            for b in 0..n {
-                self.idom[b] = dom.immediate_dominator(nodes[b]).map(|x| x.index());
+            for (b, node) in nodes.iter().enumerate() {
+                self.idom[b] = dom.immediate_dominator(*node).map(|x| x.index());
             }
         }
         // Post-dominators: the reversed graph from a virtual exit that every
@@ -399,8 +402,8 @@ impl Cfg {
         // Natural loops, one per header.
         let mut bodies: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
         for e in &self.edges {
-            if self.idom[e.from].is_some() || e.from == 0 {
-                if self.dominates(e.to, e.from) {
+            if (self.idom[e.from].is_some() || e.from == 0) && self.dominates(e.to, e.from) {
+                {
                     let body = bodies.entry(e.to).or_default();
                     body.insert(e.to);
                     let mut stack = vec![e.from];

@@ -149,6 +149,92 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
     }
 }
 
+/// The hot path around a loop, from its header back to it: at each block
+/// the successor inside the loop with the most samples. None if it does not
+/// close within 16 blocks.
+fn loop_path(code: &FunctionCode, body: &[usize], header: usize) -> Option<Vec<usize>> {
+    let cfg = &code.cfg;
+    let samples = |b: usize| -> u64 {
+        cfg.blocks[b]
+            .insns
+            .clone()
+            .map(|i| code.time_samples(i))
+            .sum()
+    };
+    let mut path = vec![header];
+    let mut cur = header;
+    for _ in 0..16 {
+        let succ: Vec<usize> = cfg
+            .successors(cur)
+            .map(|e| e.to)
+            .filter(|t| body.binary_search(t).is_ok())
+            .collect();
+        let next = succ
+            .iter()
+            .copied()
+            .filter(|t| !path.contains(t))
+            .max_by_key(|&t| (samples(t), std::cmp::Reverse(t)));
+        match next {
+            Some(n) if !succ.contains(&header) || samples(n) > 0 => {
+                path.push(n);
+                cur = n;
+            }
+            _ if succ.contains(&header) => return Some(path),
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Blocks on an innermost loop's hot path are modeled together, as the
+/// loop runs them (overlapping one block with the next), instead of alone.
+fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockModel]) {
+    let cfg = &code.cfg;
+    let mut done = vec![false; cfg.blocks.len()];
+    let mut loops: Vec<&crate::cfg::Loop> = cfg.loops.iter().collect();
+    loops.sort_by_key(|l| l.body.len());
+    for l in loops {
+        let Some(path) = loop_path(code, &l.body, l.header) else {
+            continue;
+        };
+        if path.len() < 2 || path.iter().any(|&b| done[b]) {
+            continue;
+        }
+        let insns: Vec<dcpi_models::block::Decoded> = path
+            .iter()
+            .flat_map(|&b| cfg.insns[cfg.blocks[b].insns.clone()].iter().cloned())
+            .collect();
+        if insns.len() > 400 || insns.iter().any(crate::disasm::is_bad) {
+            continue;
+        }
+        let a = analyze(
+            machine,
+            &insns,
+            Options {
+                mode: RepeatMode::Loop,
+                iterations: 0,
+            },
+        );
+        // The path's cycles shared between its blocks as their own models
+        // share them (per-instruction heads inside a path are too uneven:
+        // one block can hold all of them), keeping the overlap the path shows.
+        let alone: f64 = path.iter().map(|&b| models[b].cycles).sum();
+        if alone <= 0.0 {
+            continue;
+        }
+        let factor = a.cycles_per_iteration / alone;
+        for &b in &path {
+            let m = &mut models[b];
+            m.cycles *= factor;
+            for h in &mut m.head {
+                *h *= factor;
+            }
+            m.bottleneck = format!("{} (in loop path {path:?}: {})", m.bottleneck, a.bottleneck);
+            done[b] = true;
+        }
+    }
+}
+
 /// One-letter codes of static stall reasons.
 pub fn stall_mark(s: &Stall) -> char {
     match s {
@@ -196,11 +282,12 @@ fn charge_responsible(
     block_of: &[usize],
     fused: &[bool],
     freq: Option<&[f64]>,
-) -> (Vec<f64>, Vec<f64>) {
+) -> Charges {
     let cfg = &code.cfg;
     let ni = cfg.insns.len();
     let mut charged = vec![0.0f64; ni];
     let mut cycles = vec![0.0f64; ni];
+    let mut external = vec![0.0f64; ni];
     let mut give = |to: usize, s: f64, c: f64| {
         let to = if fused[to] { to - 1 } else { to };
         charged[to] += s;
@@ -218,15 +305,14 @@ fn charge_responsible(
             continue;
         }
         let preds: Vec<usize> = cfg.predecessors(b).map(|e| e.from).collect();
-        let weights: Vec<f64> = preds
-            .iter()
-            .map(|&p| freq.map_or(1.0, |f| f[p]))
-            .collect();
+        let weights: Vec<f64> = preds.iter().map(|&p| freq.map_or(1.0, |f| f[p])).collect();
         let total: f64 = weights.iter().sum();
         let own_entry = freq.map_or(0.0, |f| (f[b] - total).max(0.0));
         let whole = total + own_entry;
         if preds.is_empty() || whole <= 0.0 {
             give(i, s, cyc);
+            // Caused before the function was entered (the caller's call).
+            external[i] += s;
             continue;
         }
         for (p, w) in preds.iter().zip(&weights) {
@@ -234,9 +320,52 @@ fn charge_responsible(
         }
         if own_entry > 0.0 {
             give(i, s * own_entry / whole, cyc * own_entry / whole);
+            external[i] += s * own_entry / whole;
         }
     }
-    (charged, cycles)
+    Charges {
+        samples: charged,
+        cycles,
+        external,
+    }
+}
+
+/// Samples and cycles charged to each instruction; `external` is the part
+/// caused outside the function (samples on its entry after a call).
+struct Charges {
+    samples: Vec<f64>,
+    cycles: Vec<f64>,
+    external: Vec<f64>,
+}
+
+/// Whether the samples an instruction causes land inside the function, so
+/// its charge can be seen: not a call (its samples land in the callee, and
+/// the callee's return lands on the instruction after it), not an
+/// instruction that leaves the function.
+fn observable(code: &FunctionCode) -> Vec<bool> {
+    use crate::cfg::Exit;
+    use iced_x86::{FlowControl, Mnemonic};
+    let mut v: Vec<bool> = code
+        .cfg
+        .insns
+        .iter()
+        .map(|d| {
+            let call = matches!(
+                d.instr.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            ) && d.instr.mnemonic() != Mnemonic::Syscall;
+            !crate::disasm::is_bad(d) && !call
+        })
+        .collect();
+    for b in &code.cfg.blocks {
+        if matches!(
+            b.exit,
+            Some(Exit::Return | Exit::TailCall(_) | Exit::NoReturnCall(_) | Exit::IndirectJump)
+        ) {
+            v[b.insns.end - 1] = false;
+        }
+    }
+    v
 }
 
 /// The CPI analysis of a function.
@@ -245,7 +374,8 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
     let nb = cfg.blocks.len();
     let ni = cfg.insns.len();
     let mut warnings = Vec::new();
-    let models: Vec<BlockModel> = (0..nb).map(|b| model_block(code, b, machine)).collect();
+    let mut models: Vec<BlockModel> = (0..nb).map(|b| model_block(code, b, machine)).collect();
+    model_loop_paths(code, machine, &mut models);
     let time = code.time_event;
     let cps = time.and_then(|t| code.events[t].cycles_per_sample);
     if time.is_none() {
@@ -273,28 +403,38 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
         v
     };
     let fused = fused_branches(code, machine);
+    let seen = observable(code);
     let observe = |per_insn: &dyn Fn(usize) -> f64| -> Vec<BlockObservation> {
         (0..nb)
-            .map(|b| BlockObservation {
-                samples: cfg.blocks[b].insns.clone().map(per_insn).sum(),
-                best_cycles: models[b].cycles,
+            .map(|b| {
+                let blk = &cfg.blocks[b];
+                let first = blk.insns.start;
+                BlockObservation {
+                    samples: blk.insns.clone().filter(|&i| seen[i]).map(per_insn).sum(),
+                    best_cycles: blk
+                        .insns
+                        .clone()
+                        .filter(|&i| seen[i])
+                        .map(|i| models[b].head.get(i - first).copied().unwrap_or(0.0))
+                        .sum(),
+                }
             })
             .collect()
     };
     // Pass 1 on the samples where they landed; pass 2 on the samples charged
     // to the instructions responsible (which needs pass 1's frequencies to
     // split a block's first samples between its predecessors).
-    let landed = observe(&|i| code.time_samples(i) as f64);
+    let first_pass = charge_responsible(code, &block_of, &fused, None);
+    let landed = observe(&|i| first_pass.samples[i] - first_pass.external[i]);
     let mut freqs = cps.map(|c| estimate(cfg, &landed, c));
-    let (mut charged, mut charged_cycles) =
-        charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
+    let mut ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
     if let Some(c) = cps {
-        let obs = observe(&|i| charged[i]);
+        let obs = observe(&|i| ch.samples[i] - ch.external[i]);
         freqs = Some(estimate(cfg, &obs, c));
-        (charged, charged_cycles) =
-            charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
+        ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
     }
-    let obs = observe(&|i| charged[i]);
+    let obs = observe(&|i| ch.samples[i] - ch.external[i]);
+    let (charged, charged_cycles) = (ch.samples, ch.cycles);
 
     let width = machine.dispatch_width.max(1) as f64;
     let mut instructions = Vec::with_capacity(ni);
@@ -303,9 +443,7 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
             let d = &cfg.insns[i];
             let best = models[b].head.get(k).copied().unwrap_or(0.0);
             let f = freqs.as_ref().map(|f| f.freq[b]);
-            let conf = freqs
-                .as_ref()
-                .map_or(Confidence::Low, |f| f.confidence[b]);
+            let conf = freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]);
             let cpi = f.filter(|f| *f > 0.0).map(|f| charged_cycles[i] / f);
             let reasons = models[b].stalls.get(k).cloned().unwrap_or_default();
             let static_stall = (best - 1.0 / width).max(0.0);
@@ -360,9 +498,7 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
                 end: format!("{:#x}", blk.end),
                 instructions: blk.insns.len(),
                 freq: f,
-                confidence: freqs
-                    .as_ref()
-                    .map_or(Confidence::Low, |f| f.confidence[b]),
+                confidence: freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]),
                 class: cfg.class_of[b],
                 loops: cfg.loops_of[b].clone(),
                 loop_header: header_of[b],
@@ -380,8 +516,8 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
     let cycles: f64 = code.cycles.iter().sum();
     let (mut best_total, mut executed) = (0.0, 0.0);
     if let Some(f) = &freqs {
-        for b in 0..nb {
-            best_total += f.freq[b] * models[b].cycles;
+        for (b, m) in models.iter().enumerate() {
+            best_total += f.freq[b] * m.cycles;
             executed += f.freq[b] * cfg.blocks[b].insns.len() as f64;
         }
     }

@@ -6,8 +6,7 @@
 
 use dcpi_models::block::Decoded;
 use iced_x86::{
-    Code, Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, IntelFormatter,
-    OpKind,
+    Code, Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, IntelFormatter, OpKind,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,9 +80,7 @@ pub fn disassemble(
         };
         let branchy = matches!(
             i.flow_control(),
-            FlowControl::Call
-                | FlowControl::UnconditionalBranch
-                | FlowControl::ConditionalBranch
+            FlowControl::Call | FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
         );
         let mut d = d;
         if branchy {

@@ -245,7 +245,9 @@ impl ElfSymbols {
     /// Every function with a known extent (PLT entries excluded), by address.
     pub fn functions(&self) -> Vec<FunctionRange> {
         let end = self.text_end();
-        (0..self.funcs.len()).map(|i| self.range_of(i, end)).collect()
+        (0..self.funcs.len())
+            .map(|i| self.range_of(i, end))
+            .collect()
     }
 
     /// The function whose extent holds `vaddr` (a PLT entry gets its 16 bytes).
@@ -268,7 +270,7 @@ impl ElfSymbols {
 
     /// The name objdump would print for a branch or call target: `name` or `name+0x10`.
     pub fn label(&self, vaddr: u64) -> Option<String> {
-        let p = self.procedure(vaddr)?;
+        let p = self.function_at(vaddr)?;
         Some(if p.start == vaddr {
             p.name
         } else {

@@ -41,10 +41,10 @@ pub fn solve(p: &FlowProblem) -> Option<Vec<f64>> {
     let mut f = solve_weighted(&q)?;
     for _ in 0..3 {
         let mut changed = false;
-        for b in 0..q.blocks {
-            if let Some((est, sd)) = q.estimates[b] {
-                if est - f[b] > 3.0 * sd && f[b] < est * 0.8 {
-                    q.estimates[b] = Some((est, sd.max(est - f[b]) * 10.0));
+        for (e, fb) in q.estimates.iter_mut().zip(&f) {
+            if let Some((est, sd)) = *e {
+                if est - fb > 3.0 * sd && *fb < est * 0.8 {
+                    *e = Some((est, sd.max(est - fb) * 10.0));
                     changed = true;
                 }
             }
@@ -204,7 +204,12 @@ mod tests {
             edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
             entries: vec![0],
             exits: vec![3],
-            estimates: vec![Some((100.0, 10.0)), Some((30.0, 3.0)), None, Some((100.0, 10.0))],
+            estimates: vec![
+                Some((100.0, 10.0)),
+                Some((30.0, 3.0)),
+                None,
+                Some((100.0, 10.0)),
+            ],
         };
         let f = solve(&p).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
@@ -220,7 +225,12 @@ mod tests {
             entries: vec![0],
             exits: vec![3],
             // head and body must differ by the one entry; the body is noisy.
-            estimates: vec![Some((1.0, 0.1)), Some((1001.0, 20.0)), Some((900.0, 270.0)), None],
+            estimates: vec![
+                Some((1.0, 0.1)),
+                Some((1001.0, 20.0)),
+                Some((900.0, 270.0)),
+                None,
+            ],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -236,7 +246,11 @@ mod tests {
             edges: vec![(0, 1), (1, 2)],
             entries: vec![0],
             exits: vec![2],
-            estimates: vec![Some((100.0, 10.0)), Some((500.0, 50.0)), Some((100.0, 10.0))],
+            estimates: vec![
+                Some((100.0, 10.0)),
+                Some((500.0, 50.0)),
+                Some((100.0, 10.0)),
+            ],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");

@@ -36,13 +36,15 @@ impl FunctionCode {
         lines: Option<&SourceLines>,
     ) -> Result<Self> {
         let len = (function.end - function.start) as usize;
-        let bytes = image.bytes(function.start, len).ok_or_else(|| AnalyzeError::Image {
-            path: image.path.clone(),
-            detail: format!(
-                "{} [{:#x}-{:#x}] is not inside one loaded segment",
-                function.name, function.start, function.end
-            ),
-        })?;
+        let bytes = image
+            .bytes(function.start, len)
+            .ok_or_else(|| AnalyzeError::Image {
+                path: image.path.clone(),
+                detail: format!(
+                    "{} [{:#x}-{:#x}] is not inside one loaded segment",
+                    function.name, function.start, function.end
+                ),
+            })?;
         let label = |a: u64| image.symbols.label(a);
         let insns = disassemble(bytes, function.start, syntax, &label);
         let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());

@@ -14,9 +14,23 @@ pub struct Located {
     pub function: FunctionRange,
 }
 
-/// Opens the ELF image of a profile row (refusing a changed binary).
-pub fn open_image(row: &ImageRow) -> Result<ElfImage> {
-    ElfImage::open(&row.path, row.build_id.as_deref())
+/// Opens the ELF image of a profile row (refusing a changed binary): at its
+/// recorded path, or under the profile's symbol root (`--symfs DIR`:
+/// DIR/recorded/path, then DIR/basename), as perf's --symfs does.
+pub fn open_image(profile: &Profile, row: &ImageRow) -> Result<ElfImage> {
+    let want = row.build_id.as_deref();
+    if let Some(root) = &profile.symfs {
+        let rel = row.path.trim_start_matches('/');
+        let base = row.path.rsplit('/').next().unwrap_or(rel);
+        for cand in [root.join(rel), root.join(base)] {
+            if cand.exists() {
+                let mut img = ElfImage::open(&cand.to_string_lossy(), want)?;
+                img.path = cand.to_string_lossy().into_owned();
+                return Ok(img);
+            }
+        }
+    }
+    ElfImage::open(&row.path, want)
 }
 
 pub fn locate(
@@ -36,7 +50,7 @@ pub fn locate(
                 }
             }
         };
-        let image = open_image(&row)?;
+        let image = open_image(profile, &row)?;
         let function = image.find_function(func)?;
         return Ok(Located {
             row,
@@ -48,7 +62,7 @@ pub fn locate(
     let mut names = Vec::new();
     let mut problems = Vec::new();
     for (row, _) in profile.images_with_samples(filter)? {
-        let image = match open_image(&row) {
+        let image = match open_image(profile, &row) {
             Ok(i) => i,
             Err(e) => {
                 problems.push(e.to_string());

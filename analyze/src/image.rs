@@ -125,7 +125,11 @@ pub fn closest<'a>(names: impl Iterator<Item = &'a str>, query: &str) -> Vec<Str
         .collect();
     scored.sort();
     scored.dedup_by_key(|x| x.1);
-    scored.into_iter().take(5).map(|(_, n)| n.to_string()).collect()
+    scored
+        .into_iter()
+        .take(5)
+        .map(|(_, n)| n.to_string())
+        .collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

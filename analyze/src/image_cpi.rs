@@ -24,7 +24,7 @@ pub fn analyze_image(
     machine: &Machine,
     syntax: Syntax,
 ) -> Result<ImageCpi> {
-    let image = open_image(row)?;
+    let image = open_image(profile, row)?;
     let samples = profile.image_samples(row, filter)?;
     let funcs = functions_with_samples(&image, &samples);
     let results: Vec<std::result::Result<CpiReport, String>> = funcs

@@ -76,6 +76,9 @@ pub fn cycles_per_sample(e: &EventRow, run: Option<&RunRow>) -> Option<f64> {
     }
 }
 
+/// Event row id -> (column, cycles per sample).
+type ColumnOf = HashMap<i64, (usize, Option<f64>)>;
+
 /// A profile database opened for instruction-level views.
 pub struct Profile {
     pub runs: Vec<RunRow>,
@@ -83,6 +86,8 @@ pub struct Profile {
     pub images: Vec<ImageRow>,
     processes: HashMap<i64, ProcessRow>,
     reader: ProfileReader,
+    /// Where to look for images first (`--symfs`).
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 impl Profile {
@@ -94,11 +99,12 @@ impl Profile {
             images: reader.images()?,
             processes: reader.processes()?.into_iter().map(|p| (p.id, p)).collect(),
             reader,
+            symfs: None,
         })
     }
 
     /// Event columns in first-seen order, and the column of each event row.
-    fn columns(&self) -> (Vec<EventInfo>, HashMap<i64, (usize, Option<f64>)>) {
+    fn columns(&self) -> (Vec<EventInfo>, ColumnOf) {
         let mut cols: Vec<EventInfo> = Vec::new();
         let mut of = HashMap::new();
         let mut cps_sum: Vec<(f64, u64)> = Vec::new();

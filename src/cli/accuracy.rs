@@ -40,10 +40,13 @@ pub fn run(a: AccuracyArgs) -> anyhow::Result<i32> {
         },
     };
     let Some(counts) = truth.get(&row.path).or_else(|| {
-        let canon = std::fs::canonicalize(&row.path).ok()?;
-        truth.iter().find_map(|(k, v)| {
-            (std::fs::canonicalize(k).ok()? == canon).then_some(v)
-        })
+        // The same file under another path (moved, or --symfs): match the basename.
+        let base = row.path.rsplit('/').next()?;
+        let mut same = truth
+            .iter()
+            .filter(|(k, _)| k.rsplit('/').next() == Some(base));
+        let first = same.next()?;
+        same.next().is_none().then_some(first.1)
     }) else {
         bail!(
             "{} has no counts for {} (objects in it: {})",

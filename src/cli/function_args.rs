@@ -31,6 +31,9 @@ pub struct SampleArgs {
     /// Intel syntax instead of AT&T.
     #[arg(long)]
     pub intel: bool,
+    /// Look for images under this directory first (DIR/recorded/path, then DIR/basename).
+    #[arg(long)]
+    pub symfs: Option<PathBuf>,
 }
 
 impl SampleArgs {
@@ -59,7 +62,9 @@ impl SampleArgs {
                 self.db.display()
             );
         }
-        Ok(Profile::open(&self.db)?)
+        let mut p = Profile::open(&self.db)?;
+        p.symfs = self.symfs.clone();
+        Ok(p)
     }
 }
 

@@ -64,11 +64,7 @@ fn insn_line(out: &mut String, r: &InsnRow, time_event: Option<&str>, min: Confi
 pub fn render(rep: &CpiReport, min: Confidence) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "image     {}", rep.image);
-    let loops = rep
-        .blocks
-        .iter()
-        .filter(|b| b.loop_header)
-        .count();
+    let loops = rep.blocks.iter().filter(|b| b.loop_header).count();
     let _ = writeln!(
         out,
         "function  {} [{}-{}]: {} instructions, {} blocks, {} loops; model {}",

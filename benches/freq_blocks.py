@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Per-block frequency estimates of `dcpi cpi --all --format json` beside
+callgrind's exact counts: a diagnostic for the analyzer.
+Usage: freq_blocks.py ALL.json CALLGRIND.OUT IMAGE_PATH"""
+import json, re, sys
+from collections import defaultdict
+
+def truth_counts(path, image):
+    truth = defaultdict(int); names = {}; ob = None; pos = [0, 0]; skip = False
+    for line in open(path):
+        line = line.rstrip('\n')
+        m = re.match(r'(c?ob)=\((\d+)\)\s*(.*)', line)
+        if m:
+            if m.group(3): names[m.group(2)] = m.group(3)
+            if m.group(1) == 'ob': ob = names[m.group(2)]
+            continue
+        if line.startswith('calls='): skip = True; continue
+        if not line or not (line[0].isdigit() or line[0] in '+-*'): continue
+        t = line.split()
+        for k in range(2):
+            x = t[k]
+            if x == '*': pass
+            elif x[0] == '+': pos[k] += int(x[1:], 0)
+            elif x[0] == '-': pos[k] -= int(x[1:], 0)
+            else: pos[k] = int(x, 0)
+        if skip: skip = False; continue
+        if ob == image: truth[pos[0]] += int(t[2])
+    return truth
+
+d = json.load(open(sys.argv[1]))
+truth = truth_counts(sys.argv[2], sys.argv[3])
+for f in d['functions']:
+    print(f['function'], 'cycles/sample', round(f['cycles_per_sample'] or 0))
+    for b in f['blocks']:
+        a = int(b['start'], 16)
+        t = truth.get(a, 0); e = b['freq'] or 0
+        err = f"{(e - t) / t * 100:+7.1f}%" if t else "   n/a"
+        print(f"  b{b['index']:<3} {b['start']} n={b['instructions']:<3} samples={b['samples']:<6} best={b['best_cycles']:5.2f} "
+              f"est={e:12.0f} true={t:10} {err} {b['confidence']:<6} class={b['class']} loops={b['loops']}")

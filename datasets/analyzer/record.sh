@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Records the analyzer's datasets: each workload compiled here (-O2 -g),
+# profiled with dcpi collect, and run under callgrind for exact execution
+# counts. Tests read them with --symfs datasets/analyzer, so they are
+# deterministic without live sampling. Re-run after changing the collector's
+# database format or a workload:  datasets/analyzer/record.sh
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cargo build --release --quiet --manifest-path "$root/Cargo.toml"
+dcpi="$root/target/release/dcpi"
+record() { # name source args...
+    local name=$1 src=$2; shift 2
+    gcc -O2 -g -o "$here/$name" "$root/datasets/workloads/$src"
+    rm -f "$here/$name.db"*
+    "$dcpi" collect -F 20000 -o "$here/$name.db" -- "$here/$name" "$@" >/dev/null
+    valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$here/$name.callgrind" \
+        "$here/$name" "$@" >/dev/null 2>&1
+    # Keep the truth small: only the workload's own object matters.
+    echo "recorded $name: $(du -h "$here/$name.db" | cut -f1) profile"
+}
+record kernels kernels.c 8000
+record btree btree.c 3000000
