@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job end to end on a bundled workload: build dcpi, compile SLEEPY's
 # btree benchmark from datasets/workloads, profile it, and show where the
-# samples are. Usage: datasets/demo.sh [DB]  (default: target/demo/dcpi.db)
+# samples are and what each instruction of the hottest procedure costs
+# (frequency, CPI, stall cycles). Usage: datasets/demo.sh [DB]  (default: target/demo/dcpi.db)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/target/demo"
@@ -13,3 +14,5 @@ gcc -O1 -g -o "$out/btree" "$root/datasets/workloads/btree.c"
 rm -f "$db" "$db-wal" "$db-shm"
 "$root/target/release/dcpi" collect -F 10000 -o "$db" -- "$out/btree" 3000000
 "$root/target/release/dcpi" prof --db "$db" --limit 12
+echo
+"$root/target/release/dcpi" cpi --db "$db" --func find_index

@@ -404,13 +404,41 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
     };
     let fused = fused_branches(code, machine);
     let seen = observable(code);
+    // Loads that can miss: memory reads not from the stack (which stays in L1).
+    let mut info = iced_x86::InstructionInfoFactory::new();
+    let loads: Vec<bool> = cfg
+        .insns
+        .iter()
+        .map(|d| {
+            use iced_x86::{OpAccess, Register};
+            !crate::disasm::is_bad(d)
+                && d.instr.mnemonic() != iced_x86::Mnemonic::Lea
+                && info.info(&d.instr).used_memory().iter().any(|m| {
+                    matches!(
+                        m.access(),
+                        OpAccess::Read
+                            | OpAccess::CondRead
+                            | OpAccess::ReadWrite
+                            | OpAccess::ReadCondWrite
+                    ) && m.base() != Register::RSP
+                })
+        })
+        .collect();
     let observe = |per_insn: &dyn Fn(usize) -> f64| -> Vec<BlockObservation> {
         (0..nb)
             .map(|b| {
                 let blk = &cfg.blocks[b];
                 let first = blk.insns.start;
+                let total: f64 = blk.insns.clone().filter(|&i| seen[i]).map(per_insn).sum();
+                let on_loads: f64 = blk
+                    .insns
+                    .clone()
+                    .filter(|&i| seen[i] && loads[i])
+                    .map(per_insn)
+                    .sum();
                 BlockObservation {
-                    samples: blk.insns.clone().filter(|&i| seen[i]).map(per_insn).sum(),
+                    samples: total,
+                    stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     best_cycles: blk
                         .insns
                         .clone()

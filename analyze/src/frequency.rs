@@ -57,6 +57,9 @@ pub struct BlockObservation {
     pub samples: f64,
     /// Best-case cycles of one execution (the model's cycles per iteration).
     pub best_cycles: f64,
+    /// Most of its samples are charged to loads (likely cache misses), so its
+    /// ratio is probably inflated by dynamic stalls.
+    pub stall_suspect: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,6 +116,14 @@ pub fn estimate_class(
             samples: 0.0,
         });
     }
+    // Suspects only count when the class has nothing better.
+    let clean: Vec<usize> = usable
+        .iter()
+        .copied()
+        .filter(|&b| !obs[b].stall_suspect && obs[b].samples > 0.0)
+        .collect();
+    let only_suspects = clean.is_empty();
+    let usable = if only_suspects { usable } else { clean };
     let ratio = |b: usize, s: f64| s * cycles_per_sample / obs[b].best_cycles;
     let upper = usable
         .iter()
@@ -129,7 +140,11 @@ pub fn estimate_class(
     if c <= 0.0 {
         return None;
     }
-    let rel = (1.0 / s.max(0.5) + MODEL_ERROR * MODEL_ERROR).sqrt();
+    let mut rel = (1.0 / s.max(0.5) + MODEL_ERROR * MODEL_ERROR).sqrt();
+    if only_suspects {
+        // An upper bound more than an estimate.
+        rel = rel.max(1.0);
+    }
     Some(ClassEstimate {
         class,
         freq: s * cycles_per_sample / c,
@@ -198,7 +213,19 @@ mod tests {
         BlockObservation {
             samples: s,
             best_cycles: c,
+            stall_suspect: false,
         }
+    }
+
+    #[test]
+    fn a_class_of_load_stalled_blocks_is_low_confidence() {
+        let mut o = obs(5000.0, 1.0);
+        o.stall_suspect = true;
+        let e = estimate_class(0, &[0], &[o], 2.0).unwrap();
+        assert_eq!(e.confidence, Confidence::Low);
+        // Beside a clean block, the suspect is left out.
+        let e = estimate_class(0, &[0, 1], &[o, obs(100.0, 1.0)], 2.0).unwrap();
+        assert_eq!(e.blocks, vec![1]);
     }
 
     #[test]
