@@ -102,6 +102,11 @@ pub struct Cfg {
     /// Frequency-equivalence class of each block.
     pub class_of: Vec<usize>,
     pub classes: Vec<Vec<usize>>,
+    /// Edge indices leaving / entering each block.
+    #[serde(skip)]
+    out_edges: Vec<Vec<usize>>,
+    #[serde(skip)]
+    in_edges: Vec<Vec<usize>>,
 }
 
 /// How a block-ending instruction continues: in-function targets, how it
@@ -328,17 +333,25 @@ impl Cfg {
             loops_of: vec![],
             class_of: vec![],
             classes: vec![],
+            out_edges: vec![],
+            in_edges: vec![],
         };
+        cfg.out_edges = vec![Vec::new(); cfg.blocks.len()];
+        cfg.in_edges = vec![Vec::new(); cfg.blocks.len()];
+        for (k, e) in cfg.edges.iter().enumerate() {
+            cfg.out_edges[e.from].push(k);
+            cfg.in_edges[e.to].push(k);
+        }
         cfg.analyze_structure();
         cfg
     }
 
     pub fn successors(&self, b: usize) -> impl Iterator<Item = &Edge> {
-        self.edges.iter().filter(move |e| e.from == b)
+        self.out_edges[b].iter().map(|&k| &self.edges[k])
     }
 
     pub fn predecessors(&self, b: usize) -> impl Iterator<Item = &Edge> {
-        self.edges.iter().filter(move |e| e.to == b)
+        self.in_edges[b].iter().map(|&k| &self.edges[k])
     }
 
     /// The block holding an address.

@@ -96,7 +96,7 @@ fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
     arcs.extend(p.exits.iter().map(|&b| (Some(b), None)));
     let mut active = vec![true; arcs.len()];
     let mut result = vec![0.0; p.blocks];
-    for _round in 0..4 {
+    for _round in 0..2 {
         let x = solve_once(p, &weights, &arcs, &active, scale, wmax)?;
         let mut clamped = false;
         for (k, v) in x.iter().enumerate() {
@@ -140,14 +140,17 @@ fn solve_once(
             ins[*t].push(k);
         }
     }
+    // Unknowns renumbered (reverse Cuthill-McKee) so the Cholesky factor of
+    // a large function stays narrow; nalgebra-sparse does no ordering itself.
+    let perm = rcm_order(m, &ins, &outs);
     // Rows as (sparse coefficients, rhs, weight); accumulate AᵀWA and AᵀWb.
     let mut coo = CooMatrix::new(m, m);
     let mut rhs = vec![0.0; m];
     let mut add_row = |coef: &[(usize, f64)], b: f64, w: f64| {
         for &(i, ci) in coef {
-            rhs[i] += w * ci * b;
+            rhs[perm[i]] += w * ci * b;
             for &(j, cj) in coef {
-                coo.push(i, j, w * ci * cj);
+                coo.push(perm[i], perm[j], w * ci * cj);
             }
         }
     };
@@ -167,12 +170,58 @@ fn solve_once(
         }
     }
     for (k, on) in active.iter().enumerate() {
-        coo.push(k, k, if *on { RIDGE } else { 1.0 });
+        coo.push(perm[k], perm[k], if *on { RIDGE } else { 1.0 });
     }
     let csc = CscMatrix::from(&coo);
     let chol = CscCholesky::factor(&csc).ok()?;
     let x = chol.solve(&DMatrix::from_column_slice(m, 1, &rhs));
-    Some(x.column(0).iter().copied().collect())
+    Some((0..m).map(|k| x[(perm[k], 0)]).collect())
+}
+
+/// New position of each unknown: reverse Cuthill-McKee over "shares a block".
+fn rcm_order(m: usize, ins: &[Vec<usize>], outs: &[Vec<usize>]) -> Vec<usize> {
+    let mut blocks_of: Vec<Vec<usize>> = vec![Vec::new(); m];
+    for (b, (i, o)) in ins.iter().zip(outs).enumerate() {
+        for &k in i.iter().chain(o) {
+            blocks_of[k].push(b);
+        }
+    }
+    let degree = |k: usize| -> usize {
+        blocks_of[k]
+            .iter()
+            .map(|&b| ins[b].len() + outs[b].len())
+            .sum()
+    };
+    let mut seen = vec![false; m];
+    let mut order = Vec::with_capacity(m);
+    let mut starts: Vec<usize> = (0..m).collect();
+    starts.sort_by_key(|&k| degree(k));
+    for s in starts {
+        if seen[s] {
+            continue;
+        }
+        seen[s] = true;
+        let mut queue = std::collections::VecDeque::from([s]);
+        while let Some(k) = queue.pop_front() {
+            order.push(k);
+            let mut next: Vec<usize> = Vec::new();
+            for &b in &blocks_of[k] {
+                for &j in ins[b].iter().chain(&outs[b]) {
+                    if !seen[j] {
+                        seen[j] = true;
+                        next.push(j);
+                    }
+                }
+            }
+            next.sort_by_key(|&j| degree(j));
+            queue.extend(next);
+        }
+    }
+    let mut perm = vec![0; m];
+    for (pos, &k) in order.iter().rev().enumerate() {
+        perm[k] = pos;
+    }
+    perm
 }
 
 fn merge(row: &mut Vec<(usize, f64)>) {

@@ -674,12 +674,70 @@ impl<'m> Sim<'m> {
             }
             cycle += 1;
         }
+        // Stopped by the cycle limit before `iterations` completed: measure
+        // over the second half of what did.
+        let k = ends.len();
+        if measured.end > k {
+            measured = (k / 2).max(1)..k.max(1);
+        }
         SimResult {
             dyns,
             uops,
             head,
             measured,
         }
+    }
+}
+
+/// The answer when not even two iterations complete within the simulation's
+/// cycle limit (a pathological block): no cycles, no timings, said so.
+fn no_steady_state(
+    machine: &Machine,
+    block: &[Decoded],
+    shapes: &[Shape],
+    mode: RepeatMode,
+) -> Analysis {
+    Analysis {
+        machine: machine.name.clone(),
+        mode,
+        instructions: block.len(),
+        cycles_per_iteration: 0.0,
+        ipc: 0.0,
+        bottleneck: "no steady state within the simulation limit".into(),
+        bounds: Bounds {
+            dispatch: 0.0,
+            ports: 0.0,
+            busiest_port: String::new(),
+            dependency_chain: 0.0,
+            front_end: 0.0,
+        },
+        insns: block
+            .iter()
+            .zip(shapes)
+            .enumerate()
+            .map(|(index, (d, sh))| {
+                let cost = machine.class(sh.class);
+                InsnTiming {
+                    index,
+                    addr: d.addr,
+                    text: d.text.clone(),
+                    class: sh.class.to_string(),
+                    ports: cost.ports.clone(),
+                    latency: cost.latency,
+                    uops: cost.uops,
+                    dispatch: 0,
+                    issue: None,
+                    complete: 0,
+                    retire: 0,
+                    head_cycles: 0.0,
+                    m: 0.0,
+                    wait: 0.0,
+                    stalls: Vec::new(),
+                    notes: vec!["not simulated to a steady state".into()],
+                }
+            })
+            .collect(),
+        timeline: Vec::new(),
     }
 }
 
@@ -706,6 +764,9 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         ideal: true,
     }
     .run(block, &shapes, iterations);
+    if res.measured.is_empty() || ideal.measured.is_empty() {
+        return no_steady_state(machine, block, &shapes, opts.mode);
+    }
 
     let last_retire =
         |r: &SimResult, it: usize| r.dyns[(it + 1) * n - 1].retired.unwrap_or(0) as f64;
