@@ -73,6 +73,7 @@ fn score(name: &str, pts: &[Point]) -> EstimatorAccuracy {
             .filter(|p| p.truth > 0.0 && ((p.est * k - p.truth) / p.truth).abs() <= tol)
             .map(|p| p.weight)
             .sum::<f64>()
+            .max(0.0)
             / total
     };
     EstimatorAccuracy {

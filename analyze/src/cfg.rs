@@ -361,6 +361,17 @@ impl Cfg {
         (addr < self.blocks[b].end).then_some(b)
     }
 
+    /// Whether control can reach block `b`: from the entry, or — when an
+    /// indirect jump leaves targets unknown — from anywhere.
+    pub fn reachable(&self, b: usize) -> bool {
+        b == 0
+            || self.idom[b].is_some()
+            || self
+                .blocks
+                .iter()
+                .any(|x| x.exit == Some(Exit::IndirectJump))
+    }
+
     /// Whether `a` dominates `b`.
     pub fn dominates(&self, a: usize, b: usize) -> bool {
         let mut x = Some(b);

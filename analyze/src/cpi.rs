@@ -296,10 +296,11 @@ fn charge_responsible(
     let mut charged = vec![0.0f64; ni];
     let mut cycles = vec![0.0f64; ni];
     let mut external = vec![0.0f64; ni];
-    let mut give = |to: usize, s: f64, c: f64| {
+    let mut give = |to: usize, s: f64, c: f64| -> usize {
         let to = if fused[to] { to - 1 } else { to };
         charged[to] += s;
         cycles[to] += c;
+        to
     };
     for i in 0..ni {
         let s = code.time_samples(i) as f64;
@@ -324,7 +325,17 @@ fn charge_responsible(
             continue;
         }
         for (p, w) in preds.iter().zip(&weights) {
-            give(cfg.blocks[*p].insns.end - 1, s * w / whole, cyc * w / whole);
+            let last = cfg.blocks[*p].insns.end - 1;
+            let to = give(last, s * w / whole, cyc * w / whole);
+            // After a conditional or indirect branch these samples may be a
+            // mispredict's refetch (DCPI's rule): charged to the branch for
+            // the views, left out of the frequency estimate.
+            if matches!(
+                cfg.insns[last].instr.flow_control(),
+                iced_x86::FlowControl::ConditionalBranch | iced_x86::FlowControl::IndirectBranch
+            ) {
+                external[to] += s * w / whole;
+            }
         }
         if own_entry > 0.0 {
             give(i, s * own_entry / whole, cyc * own_entry / whole);
