@@ -230,7 +230,8 @@ fn accuracy_floors_against_callgrind() {
     assert!(within(&k, 0, true, 1) >= 0.6, "{k}");
     assert!(within(&k, 0, true, 1) > 2.0 * within(&k, 1, true, 1), "{k}");
     let b = accuracy("btree");
-    assert!(within(&b, 0, true, 2) > within(&b, 1, true, 2), "{b}");
+    assert!(within(&b, 0, true, 1) >= 0.3, "{b}");
+    assert!(within(&b, 0, true, 1) > 2.0 * within(&b, 1, true, 1), "{b}");
 }
 
 #[test]
