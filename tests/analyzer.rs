@@ -303,3 +303,62 @@ fn live_profile_to_cpi() {
     let f = hot["freq"].as_f64().unwrap();
     assert!(f > 3e7, "{f}");
 }
+
+/// Live: a shared library's function from a stripped PIE, and a stripped
+/// executable whose functions come from .eh_frame (named fn_<addr>).
+#[test]
+fn live_shared_library_and_stripped_executable() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("lib.db");
+    let exe = workload("uselib");
+    let out = common::collect(&db, &["-F", "5000", "--", &exe, "200000000"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (ok, out, err) = run(&[
+        "cpi",
+        "--db",
+        db.to_str().unwrap(),
+        "--func",
+        "work_hot",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["image"].as_str().unwrap().ends_with("libwork.so"), "{}", v["image"]);
+    assert!(v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|b| b["loop_header"].as_bool().unwrap() && b["confidence"] != "low"));
+
+    let db = dir.path().join("stripped.db");
+    let exe = workload("loop-stripped");
+    let out = common::collect(&db, &["-F", "5000", "--", &exe, "200000000"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (ok, out, err) = run(&[
+        "cpi",
+        "--db",
+        db.to_str().unwrap(),
+        "--all",
+        "--image",
+        "loop-stripped",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let top = &v["functions"][0];
+    assert!(top["function"].as_str().unwrap().starts_with("fn_"), "{top}");
+    let (ok, out, err) = run(&[
+        "list",
+        "--db",
+        db.to_str().unwrap(),
+        "--image",
+        "loop-stripped",
+        "--func",
+        top["start"].as_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("── block 0"), "{out}");
+}
