@@ -104,7 +104,17 @@ fn cfg_shapes_of_known_functions() {
         mm.loops_of
     );
 
-    // checked: the call to branchy became a tail call.
+    // checked: the call to branchy became a tail call; fail() never returns
+    // (it calls exit), which dcpi infers from fail's own CFG.
+    let fail_at = image.find_function("fail").unwrap().start;
+    assert!(dcpi_analyze::function_code::callee_never_returns(
+        &image, fail_at, 2
+    ));
+    assert!(!dcpi_analyze::function_code::callee_never_returns(
+        &image,
+        branchy_at(&image),
+        2
+    ));
     let branchy = image.find_function("branchy").unwrap().start;
     let checked = cfg_of(&image, "checked");
     assert!(
@@ -130,6 +140,10 @@ fn cfg_shapes_of_known_functions() {
         .collect();
     assert_eq!(exits.len(), 1);
     assert_eq!(mm.class_of[0], mm.class_of[exits[0]]);
+}
+
+fn branchy_at(image: &ElfImage) -> u64 {
+    image.find_function("branchy").unwrap().start
 }
 
 fn snapshot(name: &str, actual: &str) {
@@ -313,7 +327,11 @@ fn live_shared_library_and_stripped_executable() {
     let db = dir.path().join("lib.db");
     let exe = workload("uselib");
     let out = common::collect(&db, &["-F", "5000", "--", &exe, "200000000"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (ok, out, err) = run(&[
         "cpi",
         "--db",
@@ -325,7 +343,11 @@ fn live_shared_library_and_stripped_executable() {
     ]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert!(v["image"].as_str().unwrap().ends_with("libwork.so"), "{}", v["image"]);
+    assert!(
+        v["image"].as_str().unwrap().ends_with("libwork.so"),
+        "{}",
+        v["image"]
+    );
     assert!(v["blocks"]
         .as_array()
         .unwrap()
@@ -335,7 +357,11 @@ fn live_shared_library_and_stripped_executable() {
     let db = dir.path().join("stripped.db");
     let exe = workload("loop-stripped");
     let out = common::collect(&db, &["-F", "5000", "--", &exe, "200000000"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (ok, out, err) = run(&[
         "cpi",
         "--db",
@@ -349,7 +375,10 @@ fn live_shared_library_and_stripped_executable() {
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let top = &v["functions"][0];
-    assert!(top["function"].as_str().unwrap().starts_with("fn_"), "{top}");
+    assert!(
+        top["function"].as_str().unwrap().starts_with("fn_"),
+        "{top}"
+    );
     let (ok, out, err) = run(&[
         "list",
         "--db",

@@ -27,6 +27,57 @@ pub struct FunctionCode {
     pub misaligned_samples: u64,
 }
 
+/// Whether the function at `addr` never returns: by name (exit, abort, ...),
+/// or because no path through it leaves other than by such a call or a trap
+/// (gcc's own inference, e.g. a `fail()` that calls exit). Looks `depth`
+/// calls deep.
+pub fn callee_never_returns(image: &ElfImage, addr: u64, depth: u32) -> bool {
+    let Some(p) = image.symbols.procedure(addr) else {
+        return false;
+    };
+    if p.start != addr {
+        return false;
+    }
+    if is_noreturn_name(&p.name) {
+        return true;
+    }
+    if depth == 0 || p.name.ends_with("@plt") {
+        return false;
+    }
+    let Some(f) = image.symbols.function_at(addr) else {
+        return false;
+    };
+    let Some(bytes) = image.bytes(f.start, (f.end - f.start) as usize) else {
+        return false;
+    };
+    if bytes.len() > 4096 {
+        return false;
+    }
+    let insns = disassemble(bytes, f.start, Syntax::Att, &|_| None);
+    let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
+    let noreturn = |a: u64| callee_never_returns(image, a, depth - 1);
+    let cfg = Cfg::build(
+        insns,
+        f.start,
+        f.end,
+        &ImageAccess {
+            read: &read,
+            is_noreturn: &noreturn,
+        },
+    );
+    let exits: Vec<_> = (0..cfg.blocks.len())
+        .filter(|&b| cfg.reachable(b))
+        .filter_map(|b| cfg.blocks[b].exit)
+        .collect();
+    !exits.is_empty()
+        && exits.iter().all(|e| {
+            matches!(
+                e,
+                crate::cfg::Exit::NoReturnCall(_) | crate::cfg::Exit::Trap
+            )
+        })
+}
+
 impl FunctionCode {
     pub fn load(
         image: &ElfImage,
@@ -48,12 +99,7 @@ impl FunctionCode {
         let label = |a: u64| image.symbols.label(a);
         let insns = disassemble(bytes, function.start, syntax, &label);
         let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
-        let noreturn = |a: u64| {
-            image
-                .symbols
-                .procedure(a)
-                .is_some_and(|p| p.start == a && is_noreturn_name(&p.name))
-        };
+        let noreturn = |a: u64| callee_never_returns(image, a, 2);
         let access = ImageAccess {
             read: &read,
             is_noreturn: &noreturn,
