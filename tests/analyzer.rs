@@ -391,3 +391,49 @@ fn live_shared_library_and_stripped_executable() {
     assert!(ok, "{err}");
     assert!(out.contains("── block 0"), "{out}");
 }
+
+fn culprits_json(name: &str, addr: &str) -> Value {
+    let (ok, out, err) = recorded("culprits", name, &["--insn", addr, "--format", "json"]);
+    assert!(ok, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn address_of(image: &str, func: &str, pick: impl Fn(&str) -> bool) -> String {
+    let image = ElfImage::open(data().join(image).to_str().unwrap(), None).unwrap();
+    let cfg = cfg_of(&image, func);
+    let d = cfg.insns.iter().find(|d| pick(&d.text)).unwrap();
+    format!("{:#x}", d.addr)
+}
+
+/// Culprits on the recorded profiles: btree's node-key load misses the
+/// D-cache; the interpreter's dispatch jump mispredicts.
+#[test]
+fn culprits_of_known_stalls() {
+    let load = address_of("btree", "find_index", |t| t.starts_with("mov (%rdi),"));
+    let c = culprits_json("btree", &load);
+    assert_eq!(c["function"], "find_index");
+    let top = &c["culprits"][0];
+    assert_eq!(top["code"], "dcache", "{c}");
+    assert_eq!(top["kind"], "dynamic");
+    assert!(top["share"][1].as_f64().unwrap() > 0.9, "{c}");
+    assert!(c["ruled_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["code"] == "mispredict"));
+
+    let jump = address_of("kernels", "interp", |t| t.starts_with("jmp *"));
+    let c = culprits_json("kernels", &jump);
+    let codes: Vec<&str> = c["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes[0], "mispredict", "{c}");
+    assert_eq!(c["skid"]["landed_at"].as_array().unwrap().len(), 7, "{c}");
+    // Not an instruction start.
+    let inside = format!("{:#x}", u64::from_str_radix(&jump[2..], 16).unwrap() + 1);
+    let (ok, _, err) = recorded("culprits", "kernels", &["--insn", &inside]);
+    assert!(!ok && err.contains("not at an instruction start"), "{err}");
+}

@@ -19,8 +19,9 @@
 //! are accurate where code runs near the model's best case and poor where
 //! dynamic stalls (cache misses, mispredicts) dominate every block of a
 //! region (BENCHMARKS.md: 68 % of samples within 10 % on L1-resident kernels,
-//! 15 % on btree); such estimates are marked low confidence. Culprits
-//! (`dcpi culprits`, `whatcg`) are not built yet.
+//! 15 % on btree); such estimates are marked low confidence. Culprits of
+//! one instruction ([`culprits`]) follow DCPI's rules; `whatcg` and
+//! `topstalls` are not built yet.
 //!
 //! ```no_run
 //! let report = dcpi_analyze::prof::build("dcpi.db".as_ref(), &Default::default()).unwrap();
@@ -31,6 +32,7 @@ pub mod accuracy;
 pub mod callgrind;
 pub mod cfg;
 pub mod cpi;
+pub mod culprits;
 pub mod demangle;
 pub mod disasm;
 pub mod elf_code;

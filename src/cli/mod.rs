@@ -4,6 +4,7 @@ mod accuracy;
 mod calibrate;
 mod collect;
 mod cpi;
+mod culprits;
 mod function_args;
 mod latency;
 mod list;
@@ -42,6 +43,8 @@ pub enum Command {
     List(list::ListArgs),
     /// Per-instruction frequency, CPI and stall cycles of a function (dcpicalc).
     Cpi(cpi::CpiArgs),
+    /// Why an instruction stalls: static and dynamic culprits with evidence.
+    Culprits(culprits::CulpritsArgs),
     /// Frequency estimates against exact counts from callgrind (DCPI's accuracy measure).
     Accuracy(accuracy::AccuracyArgs),
     /// Measure the host's instruction latencies/throughputs with rdtsc; compare with the model.
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::List(a) => list::run(a),
         Command::Cpi(a) => cpi::run(a),
         Command::Accuracy(a) => accuracy::run(a),
+        Command::Culprits(a) => culprits::run(a),
         Command::Model(a) => model::run(a),
         Command::Calibrate(a) => calibrate::run(a),
     }

@@ -1,0 +1,537 @@
+//! Why an instruction stalls (DCPI's culprit analysis, first cut): the
+//! static reasons the pipeline model gives, and the dynamic candidates that
+//! DCPI's rules leave standing, each with its evidence and a min-max share
+//! of the stall cycles. Rules, for the instruction the samples are charged
+//! to (the one before where they landed):
+//! - D-cache / DTLB miss: it reads memory, or an input comes from a load
+//!   earlier in its block (named);
+//! - branch mispredict: it is a conditional or indirect branch (or the
+//!   compare fused with one) — samples after one are charged to it;
+//! - I-cache / ITLB miss: the next instruction starts a fetch block (new
+//!   64-byte line) or is a taken-branch target;
+//! - store buffer / memory ordering: it writes memory, is a fence or locked;
+//! - divider busy: a divide or square root (data-dependent latency).
+//!
+//! Extra sampled events (cache, branch or TLB misses) on the instruction or
+//! where its samples land confirm a candidate; an event the run sampled
+//! with none here rules one out.
+
+use crate::cpi::{CpiReport, InsnRow};
+use crate::error::{AnalyzeError, Result};
+use crate::function_code::FunctionCode;
+use dcpi_models::schedule::Stall;
+use iced_x86::{FlowControl, Mnemonic, OpAccess, Register};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Culprit {
+    /// Short code: dep, port, unit, width, rob, frontend, fwd, dcache,
+    /// mispredict, icache, store, divider, unexplained.
+    pub code: String,
+    pub name: String,
+    /// "static" (the model) or "dynamic" (ruled in by the rules).
+    pub kind: String,
+    pub evidence: String,
+    /// Stall cycles per execution it may explain: [min, max].
+    pub cycles: [f64; 2],
+    /// Share of the instruction's stall cycles: [min, max].
+    pub share: [f64; 2],
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RuledOut {
+    pub code: String,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Skid {
+    /// Where the samples charged to this instruction landed.
+    pub landed_at: Vec<(String, f64)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CulpritReport {
+    pub image: String,
+    pub function: String,
+    pub addr: String,
+    pub instruction: String,
+    pub source: Option<String>,
+    pub row: InsnRow,
+    pub skid: Skid,
+    /// Stall cycles per execution (static + dynamic, dynamic only if positive).
+    pub stall_cycles: f64,
+    /// Total dynamic stall cycles over the run (per execution × frequency).
+    pub dynamic_cycles_total: Option<f64>,
+    pub culprits: Vec<Culprit>,
+    pub ruled_out: Vec<RuledOut>,
+}
+
+fn static_culprit(s: &Stall) -> (String, String, String) {
+    match s {
+        Stall::Dependency {
+            register,
+            producer_text,
+            latency,
+            loop_carried,
+            ..
+        } => (
+            "dep".into(),
+            if *loop_carried {
+                "loop-carried dependency".into()
+            } else {
+                "register dependency".into()
+            },
+            format!("waits for {register} from `{producer_text}` (latency {latency})"),
+        ),
+        Stall::StoreForward { latency, .. } => (
+            "fwd".into(),
+            "store-to-load forwarding".into(),
+            format!("its load takes a store's data (latency {latency})"),
+        ),
+        Stall::PortContention { ports } => (
+            "port".into(),
+            "port contention".into(),
+            format!("inputs ready, ports {} busy", ports.join(",")),
+        ),
+        Stall::UnitBusy { unit } => (
+            "unit".into(),
+            "functional unit busy".into(),
+            format!("unpipelined {unit} still busy"),
+        ),
+        Stall::DispatchWidth => (
+            "width".into(),
+            "dispatch width".into(),
+            "the front end dispatched its limit that cycle".into(),
+        ),
+        Stall::RobFull => (
+            "rob".into(),
+            "reorder buffer full".into(),
+            "dispatch waited for a ROB entry".into(),
+        ),
+        Stall::FrontEnd { bytes_per_cycle } => (
+            "frontend".into(),
+            "fetch/decode bytes".into(),
+            format!("{bytes_per_cycle} bytes per cycle used up"),
+        ),
+    }
+}
+
+fn reads_memory(d: &dcpi_models::block::Decoded) -> Option<Register> {
+    let mut f = iced_x86::InstructionInfoFactory::new();
+    if d.instr.mnemonic() == Mnemonic::Lea || crate::disasm::is_bad(d) {
+        return None;
+    }
+    f.info(&d.instr)
+        .used_memory()
+        .iter()
+        .find(|m| {
+            matches!(
+                m.access(),
+                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+            )
+        })
+        .map(|m| m.base())
+}
+
+fn writes_memory(d: &dcpi_models::block::Decoded) -> bool {
+    let mut f = iced_x86::InstructionInfoFactory::new();
+    !crate::disasm::is_bad(d)
+        && f.info(&d.instr).used_memory().iter().any(|m| {
+            matches!(
+                m.access(),
+                OpAccess::Write
+                    | OpAccess::CondWrite
+                    | OpAccess::ReadWrite
+                    | OpAccess::ReadCondWrite
+            )
+        })
+}
+
+/// The load earlier in the block that produces one of `i`'s inputs.
+fn feeding_load(code: &FunctionCode, i: usize) -> Option<usize> {
+    let cfg = &code.cfg;
+    let b = cfg.block_at(cfg.insns[i].addr)?;
+    let start = cfg.blocks[b].insns.start;
+    let mut f = iced_x86::InstructionInfoFactory::new();
+    let inputs: Vec<Register> = f
+        .info(&cfg.insns[i].instr)
+        .used_registers()
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.access(),
+                OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead
+            )
+        })
+        .map(|r| r.register().full_register())
+        .collect();
+    for j in (start..i).rev() {
+        let info = f.info(&cfg.insns[j].instr);
+        let writes: Vec<Register> = info
+            .used_registers()
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.access(),
+                    OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite
+                )
+            })
+            .map(|r| r.register().full_register())
+            .collect();
+        if writes.iter().any(|w| inputs.contains(w)) {
+            return reads_memory(&cfg.insns[j]).map(|_| j);
+        }
+    }
+    None
+}
+
+/// Events that confirm or rule out a dynamic culprit, by name fragment.
+const EVENT_HINTS: [(&str, &[&str]); 3] = [
+    (
+        "dcache",
+        &[
+            "cache-misses",
+            "l1-dcache",
+            "llc-load",
+            "dtlb",
+            "cache-references",
+        ],
+    ),
+    ("mispredict", &["branch-misses"]),
+    ("icache", &["l1-icache", "itlb"]),
+];
+
+pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<CulpritReport> {
+    let cfg = &code.cfg;
+    let i = cfg
+        .insns
+        .iter()
+        .position(|d| d.addr == addr)
+        .ok_or_else(|| {
+            AnalyzeError::Usage(format!(
+                "{addr:#x} is inside {} but not at an instruction start; `dcpi list --func {}` shows them",
+                rep.function, rep.function
+            ))
+        })?;
+    let row = rep.instructions[i].clone();
+    let d = &cfg.insns[i];
+    let mut culprits = Vec::new();
+    let mut ruled_out = Vec::new();
+
+    // Static reasons from the model.
+    let statics: Vec<&Stall> = row.static_reasons.iter().collect();
+    let st = row.static_stall;
+    if st > 0.0 {
+        let n = statics.len();
+        for s in &statics {
+            let (code_, name, evidence) = static_culprit(s);
+            let lo = if n == 1 { st } else { 0.0 };
+            culprits.push(Culprit {
+                code: code_,
+                name,
+                kind: "static".into(),
+                evidence,
+                cycles: [lo, st],
+                share: [0.0, 0.0],
+            });
+        }
+    }
+
+    // Dynamic candidates by rule.
+    let dynamic = row.dynamic_stall.unwrap_or(0.0).max(0.0);
+    let mut candidates: Vec<(String, String, String)> = Vec::new();
+    if let Some(base) = reads_memory(d) {
+        let note = if base == Register::RSP {
+            " (a stack slot: usually an L1 hit)"
+        } else {
+            ""
+        };
+        candidates.push((
+            "dcache".into(),
+            "D-cache or DTLB miss".into(),
+            format!("it loads from memory{note}"),
+        ));
+    } else if let Some(j) = feeding_load(code, i) {
+        candidates.push((
+            "dcache".into(),
+            "D-cache or DTLB miss".into(),
+            format!(
+                "an input comes from the load `{}` at {:#x}",
+                cfg.insns[j].text, cfg.insns[j].addr
+            ),
+        ));
+    } else {
+        ruled_out.push(RuledOut {
+            code: "dcache".into(),
+            why: "no operand comes from a load in its block".into(),
+        });
+    }
+    let is_branch = |k: usize| {
+        matches!(
+            cfg.insns[k].instr.flow_control(),
+            FlowControl::ConditionalBranch | FlowControl::IndirectBranch
+        )
+    };
+    let fused_next = i + 1 < cfg.insns.len()
+        && is_branch(i + 1)
+        && cfg.block_at(cfg.insns[i + 1].addr) == cfg.block_at(d.addr);
+    if is_branch(i) || fused_next {
+        candidates.push((
+            "mispredict".into(),
+            "branch mispredict".into(),
+            "a conditional or indirect branch: the refetch after a mispredict lands on its target"
+                .into(),
+        ));
+    } else {
+        ruled_out.push(RuledOut {
+            code: "mispredict".into(),
+            why: "not a conditional or indirect branch".into(),
+        });
+    }
+    let next_addr = d.addr + d.instr.len() as u64;
+    let next_block_start = cfg.blocks.iter().any(|b| b.start == next_addr);
+    let taken_target = cfg.edges.iter().any(|e| {
+        cfg.blocks[e.to].start == next_addr && e.kind != crate::cfg::EdgeKind::FallThrough
+    }) || matches!(
+        d.instr.flow_control(),
+        FlowControl::UnconditionalBranch
+            | FlowControl::IndirectBranch
+            | FlowControl::Return
+            | FlowControl::Call
+            | FlowControl::IndirectCall
+    );
+    if next_addr / 64 != d.addr / 64 || (next_block_start && taken_target) {
+        candidates.push((
+            "icache".into(),
+            "I-cache or ITLB miss".into(),
+            if next_addr / 64 != d.addr / 64 {
+                format!(
+                    "the next instruction starts a new 64-byte fetch line ({:#x})",
+                    next_addr & !63
+                )
+            } else {
+                "the next instruction is a taken-branch target".into()
+            },
+        ));
+    } else {
+        ruled_out.push(RuledOut {
+            code: "icache".into(),
+            why: "the next instruction is in the same fetch line and not a branch target".into(),
+        });
+    }
+    let locked =
+        d.instr.has_lock_prefix() || (d.instr.mnemonic() == Mnemonic::Xchg && writes_memory(d));
+    let fence = matches!(
+        d.instr.mnemonic(),
+        Mnemonic::Mfence | Mnemonic::Lfence | Mnemonic::Sfence
+    );
+    if writes_memory(d) || locked || fence {
+        candidates.push((
+            "store".into(),
+            "store buffer / memory ordering".into(),
+            if locked {
+                "a locked read-modify-write".into()
+            } else if fence {
+                "a fence".into()
+            } else {
+                "it writes memory".into()
+            },
+        ));
+    }
+    if matches!(
+        d.instr.mnemonic(),
+        Mnemonic::Div
+            | Mnemonic::Idiv
+            | Mnemonic::Sqrtsd
+            | Mnemonic::Sqrtss
+            | Mnemonic::Divsd
+            | Mnemonic::Divss
+            | Mnemonic::Sqrtpd
+            | Mnemonic::Sqrtps
+            | Mnemonic::Divpd
+            | Mnemonic::Divps
+    ) {
+        candidates.push((
+            "divider".into(),
+            "divider busy".into(),
+            "a divide or square root: its latency depends on the data".into(),
+        ));
+    }
+
+    // Extra events: confirm or rule out.
+    let landed_on = |k: usize, ev: usize| -> u64 {
+        code.counts.get(k).map_or(0, |c| c[ev]) + code.counts.get(k + 1).map_or(0, |c| c[ev])
+    };
+    let mut confirmed: Vec<String> = Vec::new();
+    for (kind, frags) in EVENT_HINTS {
+        for (ev, info) in code.events.iter().enumerate() {
+            let lname = info.name.to_ascii_lowercase();
+            if !frags.iter().any(|f| lname.contains(f)) {
+                continue;
+            }
+            let n = landed_on(i, ev);
+            if n > 0 {
+                if let Some(c) = candidates.iter_mut().find(|c| c.0 == kind) {
+                    c.2.push_str(&format!("; confirmed by {n} {} samples here", info.name));
+                    confirmed.push(kind.to_string());
+                }
+            } else if candidates.iter().any(|c| c.0 == kind) {
+                candidates.retain(|c| c.0 != kind);
+                ruled_out.push(RuledOut {
+                    code: kind.to_string(),
+                    why: format!("{} was sampled but has no samples here", info.name),
+                });
+            }
+        }
+    }
+    if dynamic > 0.0 {
+        let n = candidates.len();
+        if n == 0 {
+            culprits.push(Culprit {
+                code: "unexplained".into(),
+                name: "unexplained stall".into(),
+                kind: "dynamic".into(),
+                evidence: "no rule applies to this instruction".into(),
+                cycles: [dynamic, dynamic],
+                share: [0.0, 0.0],
+            });
+        }
+        for (c, name, evidence) in candidates {
+            let sure = n == 1 || confirmed.contains(&c);
+            culprits.push(Culprit {
+                code: c,
+                name,
+                kind: "dynamic".into(),
+                evidence,
+                cycles: [if sure && n == 1 { dynamic } else { 0.0 }, dynamic],
+                share: [0.0, 0.0],
+            });
+        }
+    }
+    let stall = st + dynamic;
+    for c in &mut culprits {
+        if stall > 0.0 {
+            c.share = [c.cycles[0] / stall, c.cycles[1] / stall];
+        }
+    }
+    culprits.sort_by(|a, b| b.cycles[1].total_cmp(&a.cycles[1]));
+
+    // Skid: where the charged samples landed.
+    let mut landed_at = Vec::new();
+    if let Some(t) = code.time_event {
+        if i + 1 < cfg.insns.len() && cfg.block_at(next_addr) == cfg.block_at(d.addr) {
+            landed_at.push((format!("{next_addr:#x}"), code.counts[i + 1][t] as f64));
+        } else {
+            for e in cfg
+                .edges
+                .iter()
+                .filter(|e| Some(e.from) == cfg.block_at(d.addr))
+            {
+                let first = cfg.blocks[e.to].insns.start;
+                landed_at.push((
+                    format!("{:#x}", cfg.insns[first].addr),
+                    code.counts[first][t] as f64,
+                ));
+            }
+        }
+    }
+    Ok(CulpritReport {
+        image: rep.image.clone(),
+        function: rep.function.clone(),
+        addr: format!("{addr:#x}"),
+        instruction: d.text.clone(),
+        source: row.source.clone(),
+        dynamic_cycles_total: row.freq.map(|f| f * dynamic),
+        row,
+        skid: Skid { landed_at },
+        stall_cycles: stall,
+        culprits,
+        ruled_out,
+    })
+}
+
+pub fn render(r: &CulpritReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let row = &r.row;
+    let _ = writeln!(
+        out,
+        "{} {}  in {} ({})",
+        r.addr, r.instruction, r.function, r.image
+    );
+    if let Some(s) = &r.source {
+        let _ = writeln!(out, "source    {s}");
+    }
+    let samples: Vec<String> = row
+        .samples
+        .iter()
+        .map(|(e, n)| format!("{e} {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "samples   landed here: {}; charged here after skid: {:.0}",
+        if samples.is_empty() {
+            "none".to_string()
+        } else {
+            samples.join(", ")
+        },
+        row.charged_samples
+    );
+    if !r.skid.landed_at.is_empty() {
+        let l: Vec<String> = r
+            .skid
+            .landed_at
+            .iter()
+            .map(|(a, n)| format!("{n:.0} at {a}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "skid      samples it causes land on the next instruction: {}",
+            l.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "freq      {} ({})   cpi {}   best case {:.2}   static stall {:.2}   dynamic stall {}",
+        row.freq.map_or("-".into(), crate::views::cpi_text::si),
+        row.confidence.as_str(),
+        row.cpi.map_or("-".into(), |c| format!("{c:.2}")),
+        row.best_cpi,
+        row.static_stall,
+        row.dynamic_stall.map_or("-".into(), |c| format!("{c:+.2}"))
+    );
+    if let Some(t) = r.dynamic_cycles_total {
+        let _ = writeln!(
+            out,
+            "          {} dynamic stall cycles over the run",
+            crate::views::cpi_text::si(t.max(0.0))
+        );
+    }
+    let _ = writeln!(out);
+    if r.culprits.is_empty() {
+        let _ = writeln!(out, "no stall cycles to explain");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:>13}  {:<8} {:<12} culprit — evidence",
+            "share", "kind", "code"
+        );
+        for c in &r.culprits {
+            let share = if (c.share[0] - c.share[1]).abs() < 1e-9 {
+                format!("{:.0}%", 100.0 * c.share[1])
+            } else {
+                format!("{:.0}-{:.0}%", 100.0 * c.share[0], 100.0 * c.share[1])
+            };
+            let _ = writeln!(
+                out,
+                "{share:>13}  {:<8} {:<12} {} — {}",
+                c.kind, c.code, c.name, c.evidence
+            );
+        }
+    }
+    for o in &r.ruled_out {
+        let _ = writeln!(out, "{:>13}  ruled out {:<12} {}", "", o.code, o.why);
+    }
+    out
+}

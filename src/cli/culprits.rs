@@ -1,0 +1,56 @@
+//! `dcpi culprits --insn ADDR`: why that instruction stalls.
+
+use super::function_args::{machine_for, SampleArgs};
+use super::Format;
+use anyhow::Context;
+use clap::Args;
+use dcpi_analyze::cpi::analyze_function;
+use dcpi_analyze::culprits::{explain, render};
+use dcpi_analyze::function_code::FunctionCode;
+use dcpi_analyze::function_lookup::locate;
+use dcpi_analyze::image::parse_address;
+use dcpi_analyze::source_lines::SourceLines;
+
+#[derive(Args, Debug)]
+pub struct CulpritsArgs {
+    /// The instruction: its ELF virtual address as objdump shows it (0x80484ba).
+    #[arg(long)]
+    pub insn: String,
+    #[command(flatten)]
+    pub samples: SampleArgs,
+    /// Machine description (default: the profiled CPU's).
+    #[arg(long)]
+    pub cpu: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+pub fn run(a: CulpritsArgs) -> anyhow::Result<i32> {
+    let text = if a.insn.starts_with("0x") {
+        a.insn.clone()
+    } else {
+        format!("0x{}", a.insn)
+    };
+    let addr =
+        parse_address(&text).with_context(|| format!("'{}' is not a hex address", a.insn))?;
+    let profile = a.samples.open()?;
+    let filter = a.samples.filter();
+    let machine = machine_for(a.cpu.as_deref(), &profile)?;
+    let found = locate(&profile, &filter, &text, a.samples.image.as_deref())?;
+    let samples = profile.image_samples(&found.row, &filter)?;
+    let lines = SourceLines::open(&found.image.path, found.image.data());
+    let code = FunctionCode::load(
+        &found.image,
+        &samples,
+        &found.function,
+        a.samples.syntax(),
+        Some(&lines),
+    )?;
+    let rep = analyze_function(&code, &machine);
+    let c = explain(&code, &rep, addr)?;
+    match a.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
+        Format::Text => print!("{}", render(&c)),
+    }
+    Ok(0)
+}
