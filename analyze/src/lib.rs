@@ -19,7 +19,7 @@
 //! are accurate where code runs near the model's best case and poor where
 //! dynamic stalls (cache misses, mispredicts) dominate every block of a
 //! region (BENCHMARKS.md: 68 % of samples within 10 % on L1-resident kernels,
-//! 15 % on btree); such estimates are marked low confidence. Culprits of
+//! 42 % on btree); such estimates are marked low confidence. Culprits of
 //! one instruction ([`culprits`]) follow DCPI's rules; `whatcg` and
 //! `topstalls` are not built yet.
 //!
