@@ -437,3 +437,42 @@ fn culprits_of_known_stalls() {
     let (ok, _, err) = recorded("culprits", "kernels", &["--insn", &inside]);
     assert!(!ok && err.contains("not at an instruction start"), "{err}");
 }
+
+/// whatcg: btree's dynamic stalls are first of all D-cache misses; matmul's
+/// cycles are nearly all best case and static (its data stay in L1);
+/// the minimums add up to 100 %. topstalls ranks instructions with culprits.
+#[test]
+fn whatcg_and_topstalls_on_recorded_profiles() {
+    let (ok, out, err) = recorded("whatcg", "btree", &["--image", "btree", "--format", "json"]);
+    assert!(ok, "{err}");
+    let w: Value = serde_json::from_str(&out).unwrap();
+    let cats = w["categories"].as_array().unwrap();
+    let first_dynamic = cats.iter().find(|c| c["kind"] == "dynamic").unwrap();
+    assert_eq!(first_dynamic["code"], "dcache", "{w}");
+    let min_sum: f64 = cats.iter().map(|c| c["percent"][0].as_f64().unwrap()).sum();
+    assert!((min_sum - 100.0).abs() < 0.5, "{min_sum}");
+
+    let (ok, out, err) = recorded(
+        "whatcg",
+        "kernels",
+        &["--func", "matmul", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let w: Value = serde_json::from_str(&out).unwrap();
+    let not_dynamic: f64 = w["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] != "dynamic")
+        .map(|c| c["percent"][0].as_f64().unwrap())
+        .sum();
+    assert!(not_dynamic > 90.0, "{w}");
+
+    let (ok, out, err) = recorded("topstalls", "btree", &["-n", "5", "--format", "json"]);
+    assert!(ok, "{err}");
+    let t: Value = serde_json::from_str(&out).unwrap();
+    let rows = t.as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    assert!(rows[0]["stall_cycles"].as_f64().unwrap() >= rows[4]["stall_cycles"].as_f64().unwrap());
+    assert!(!rows[0]["culprits"].as_array().unwrap().is_empty());
+}

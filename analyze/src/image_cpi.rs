@@ -13,6 +13,8 @@ use rayon::prelude::*;
 
 pub struct ImageCpi {
     pub reports: Vec<CpiReport>,
+    /// The analyzed code of each report (same order), for culprits.
+    pub code: Vec<FunctionCode>,
     /// Functions that could not be analyzed, with why.
     pub failures: Vec<String>,
 }
@@ -27,21 +29,28 @@ pub fn analyze_image(
     let image = open_image(profile, row)?;
     let samples = profile.image_samples(row, filter)?;
     let funcs = functions_with_samples(&image, &samples);
-    let results: Vec<std::result::Result<CpiReport, String>> = funcs
+    let results: Vec<std::result::Result<(FunctionCode, CpiReport), String>> = funcs
         .par_iter()
         .map(|(f, _)| {
             FunctionCode::load(&image, &samples, f, syntax, None)
-                .map(|code| analyze_function(&code, machine))
+                .map(|code| {
+                    let rep = analyze_function(&code, machine);
+                    (code, rep)
+                })
                 .map_err(|e| format!("{}: {e}", f.name))
         })
         .collect();
     let mut out = ImageCpi {
         reports: Vec::new(),
+        code: Vec::new(),
         failures: Vec::new(),
     };
     for r in results {
         match r {
-            Ok(rep) => out.reports.push(rep),
+            Ok((code, rep)) => {
+                out.code.push(code);
+                out.reports.push(rep);
+            }
             Err(e) => out.failures.push(e),
         }
     }

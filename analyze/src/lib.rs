@@ -20,8 +20,10 @@
 //! dynamic stalls (cache misses, mispredicts) dominate every block of a
 //! region (BENCHMARKS.md: 68 % of samples within 10 % on L1-resident kernels,
 //! 42 % on btree); such estimates are marked low confidence. Culprits of
-//! one instruction ([`culprits`]) follow DCPI's rules; `whatcg` and
-//! `topstalls` are not built yet.
+//! one instruction ([`culprits`]) follow DCPI's rules; [`stall_summary`]
+//! gives whatcg and topstalls. The known-answer workloads of the culprit
+//! analysis (pointer chase, sorted vs random branch, divide chains, store
+//! forwarding, I-cache footprint) are not recorded yet.
 //!
 //! ```no_run
 //! let report = dcpi_analyze::prof::build("dcpi.db".as_ref(), &Default::default()).unwrap();
@@ -49,6 +51,7 @@ pub mod latency;
 pub mod prof;
 pub mod samples;
 pub mod source_lines;
+pub mod stall_summary;
 pub mod symbolizer;
 pub mod views;
 

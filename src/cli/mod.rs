@@ -11,6 +11,7 @@ mod list;
 mod model;
 mod prof;
 mod signals;
+mod stalls;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -45,6 +46,10 @@ pub enum Command {
     Cpi(cpi::CpiArgs),
     /// Why an instruction stalls: static and dynamic culprits with evidence.
     Culprits(culprits::CulpritsArgs),
+    /// Where have all the cycles gone: execution, static and dynamic stalls by culprit.
+    Whatcg(stalls::WhatcgArgs),
+    /// Instructions ranked by stall cycles, with culprits.
+    Topstalls(stalls::TopstallsArgs),
     /// Frequency estimates against exact counts from callgrind (DCPI's accuracy measure).
     Accuracy(accuracy::AccuracyArgs),
     /// Measure the host's instruction latencies/throughputs with rdtsc; compare with the model.
@@ -65,6 +70,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Cpi(a) => cpi::run(a),
         Command::Accuracy(a) => accuracy::run(a),
         Command::Culprits(a) => culprits::run(a),
+        Command::Whatcg(a) => stalls::run_whatcg(a),
+        Command::Topstalls(a) => stalls::run_topstalls(a),
         Command::Model(a) => model::run(a),
         Command::Calibrate(a) => calibrate::run(a),
     }
