@@ -476,3 +476,41 @@ fn whatcg_and_topstalls_on_recorded_profiles() {
     assert!(rows[0]["stall_cycles"].as_f64().unwrap() >= rows[4]["stall_cycles"].as_f64().unwrap());
     assert!(!rows[0]["culprits"].as_array().unwrap().is_empty());
 }
+
+/// Known answer (datasets/workloads/culprits.c): a chain of dependent
+/// divides stalls on the loop-carried dependency through the divider.
+/// (The file's other known answers — pointer chase, random vs sorted
+/// branch, store forwarding — do not come out right yet; see BENCHMARKS.md.)
+#[test]
+fn divide_chain_culprit() {
+    let (ok, out, err) = recorded(
+        "whatcg",
+        "culprits",
+        &["--func", "divchain", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let w: Value = serde_json::from_str(&out).unwrap();
+    let top = w["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by(|a, b| {
+            a["percent"][0]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["percent"][0].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(top["code"], "dep", "{w}");
+    assert!(top["percent"][0].as_f64().unwrap() > 50.0, "{w}");
+    let div = address_of("culprits", "divchain", |t| t.starts_with("div "));
+    let c = culprits_json("culprits", &div);
+    assert_eq!(c["culprits"][0]["code"], "dep", "{c}");
+    assert!(
+        c["culprits"][0]["name"]
+            .as_str()
+            .unwrap()
+            .contains("loop-carried"),
+        "{c}"
+    );
+}

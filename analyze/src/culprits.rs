@@ -224,9 +224,11 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
     let st = row.static_stall;
     if st > 0.0 {
         let n = statics.len();
-        for s in &statics {
+        for (k, s) in statics.iter().enumerate() {
             let (code_, name, evidence) = static_culprit(s);
-            let lo = if n == 1 { st } else { 0.0 };
+            // Most frequent first: the first reason is the likely one.
+            let lo = if n == 1 || k == 0 { st } else { 0.0 };
+            let st = if k == 0 { st } else { st / 2.0 };
             culprits.push(Culprit {
                 code: code_,
                 name,

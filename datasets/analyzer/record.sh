@@ -9,15 +9,18 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 dcpi="$root/target/release/dcpi"
-record() { # name source args...
+record() { # name source args...  (TRUTH=no: no callgrind run)
     local name=$1 src=$2; shift 2
     gcc -O2 -g -o "$here/$name" "$root/datasets/workloads/$src"
     rm -f "$here/$name.db"*
     "$dcpi" collect -F 20000 -o "$here/$name.db" -- "$here/$name" "$@" >/dev/null
-    valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$here/$name.callgrind" \
-        "$here/$name" "$@" >/dev/null 2>&1
+    if [ "${TRUTH:-yes}" = yes ]; then
+        valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$here/$name.callgrind" \
+            "$here/$name" "$@" >/dev/null 2>&1
+    fi
     # Keep the truth small: only the workload's own object matters.
     echo "recorded $name: $(du -h "$here/$name.db" | cut -f1) profile"
 }
 record kernels kernels.c 8000
 record btree btree.c 3000000
+TRUTH=no record culprits culprits.c 1

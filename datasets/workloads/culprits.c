@@ -1,0 +1,96 @@
+/* Known answers for the culprit analysis: each function stalls for one
+ * reason, by construction.
+ *   chase          random pointer chase over 64 MiB: D-cache/DTLB misses
+ *   branch_random  a data-dependent branch on random bytes: mispredicts
+ *   branch_sorted  the same loop on sorted bytes: predicted
+ *   divchain       dependent 64-bit divides: the divider
+ *   forward        a running total kept in memory: store-to-load forwarding
+ * argv[1] scales the work (default 1). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHASE (8u << 20) /* 8 Mi pointers = 64 MiB */
+#define BYTES 65536
+
+__attribute__((noinline)) long chase(long *next, long steps)
+{
+    long p = 0;
+    for (long i = 0; i < steps; i++)
+        p = next[p];
+    return p;
+}
+
+static inline __attribute__((always_inline)) long branch_loop(const unsigned char *v, int n, int reps)
+{
+    long sum = 0;
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < n; i++) {
+            if (v[i] >= 128) {
+                sum += v[i];
+                __asm__ volatile("" ::: "memory"); /* keep it a branch */
+            }
+        }
+    return sum;
+}
+
+__attribute__((noinline)) long branch_random(const unsigned char *v, int n, int reps)
+{
+    return branch_loop(v, n, reps);
+}
+
+__attribute__((noinline)) long branch_sorted(const unsigned char *v, int n, int reps)
+{
+    return branch_loop(v, n, reps) + 1;
+}
+
+/* The divisor comes from the caller so gcc cannot turn it into a multiply. */
+__attribute__((noinline)) unsigned long divchain(unsigned long x, unsigned long d, long steps)
+{
+    for (long i = 0; i < steps; i++)
+        x = x / d + 0x123456789abcdefUL;
+    return x;
+}
+
+__attribute__((noinline)) long forward(long steps)
+{
+    volatile long total = 0;
+    for (long i = 0; i < steps; i++)
+        total += i;
+    return total;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    return *(const unsigned char *)a - *(const unsigned char *)b;
+}
+
+int main(int argc, char **argv)
+{
+    long scale = argc > 1 ? atol(argv[1]) : 1;
+    unsigned long rng = 88172645463325252UL;
+    long *next = malloc(CHASE * sizeof(long));
+    unsigned char *rnd = malloc(BYTES), *sorted = malloc(BYTES);
+    if (!next || !rnd || !sorted)
+        return 1;
+    /* One random cycle through all slots (Sattolo's algorithm). */
+    for (long i = 0; i < (long)CHASE; i++)
+        next[i] = i;
+    for (long i = CHASE - 1; i > 0; i--) {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        long j = rng % i, t = next[i];
+        next[i] = next[j];
+        next[j] = t;
+    }
+    for (int i = 0; i < BYTES; i++) {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        rnd[i] = sorted[i] = rng & 255;
+    }
+    qsort(sorted, BYTES, 1, cmp);
+    long r = chase(next, 4000000 * scale);
+    r += branch_random(rnd, BYTES, 600 * scale);
+    r += branch_sorted(sorted, BYTES, 600 * scale);
+    r += divchain(r, 3 + (argc > 2), 8000000 * scale);
+    r += forward(100000000 * scale);
+    printf("%ld\n", r);
+    return 0;
+}
