@@ -283,30 +283,36 @@ fn changed_binary_is_refused() {
     assert!(err.contains("changed since profiling"), "{err}");
 }
 
-/// Live: profile SLEEPY's loop and find its hot loop with a confident frequency.
-#[test]
-fn live_profile_to_cpi() {
-    let _g = live();
-    let dir = tempdir();
-    let db = dir.path().join("loop.db");
-    let exe = workload("loop");
-    let out = common::collect(&db, &["-F", "5000", "--", &exe, "300000000"]);
+/// Profiles a bundled workload into DIR/NAME.db; returns the database path.
+fn live_collect(dir: &Path, name: &str, arg: &str) -> String {
+    let db = dir.join(format!("{name}.db"));
+    let exe = workload(name);
+    let out = common::collect(&db, &["-F", "5000", "--", &exe, arg]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (ok, out, err) = run(&[
-        "cpi",
-        "--db",
-        db.to_str().unwrap(),
-        "--func",
-        "main",
-        "--format",
-        "json",
-    ]);
+    db.to_str().unwrap().to_string()
+}
+
+/// `dcpi cpi --db DB ARGS --format json`, asserting success.
+fn cpi_json(db: &str, args: &[&str]) -> Value {
+    let mut all = vec!["cpi", "--db", db];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let (ok, out, err) = run(&all);
     assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
+    serde_json::from_str(&out).unwrap()
+}
+
+/// Live: profile SLEEPY's loop and find its hot loop with a confident frequency.
+#[test]
+fn live_profile_to_cpi() {
+    let _g = live();
+    let dir = tempdir();
+    let db = live_collect(dir.path(), "loop", "300000000");
+    let v = cpi_json(&db, &["--func", "main"]);
     let blocks = v["blocks"].as_array().unwrap();
     let hot = blocks
         .iter()
@@ -324,25 +330,8 @@ fn live_profile_to_cpi() {
 fn live_shared_library_and_stripped_executable() {
     let _g = live();
     let dir = tempdir();
-    let db = dir.path().join("lib.db");
-    let exe = workload("uselib");
-    let out = common::collect(&db, &["-F", "5000", "--", &exe, "200000000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (ok, out, err) = run(&[
-        "cpi",
-        "--db",
-        db.to_str().unwrap(),
-        "--func",
-        "work_hot",
-        "--format",
-        "json",
-    ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let db = live_collect(dir.path(), "uselib", "200000000");
+    let v = cpi_json(&db, &["--func", "work_hot"]);
     assert!(
         v["image"].as_str().unwrap().ends_with("libwork.so"),
         "{}",
@@ -354,26 +343,8 @@ fn live_shared_library_and_stripped_executable() {
         .iter()
         .any(|b| b["loop_header"].as_bool().unwrap() && b["confidence"] != "low"));
 
-    let db = dir.path().join("stripped.db");
-    let exe = workload("loop-stripped");
-    let out = common::collect(&db, &["-F", "5000", "--", &exe, "200000000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (ok, out, err) = run(&[
-        "cpi",
-        "--db",
-        db.to_str().unwrap(),
-        "--all",
-        "--image",
-        "loop-stripped",
-        "--format",
-        "json",
-    ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let db = live_collect(dir.path(), "loop-stripped", "200000000");
+    let v = cpi_json(&db, &["--all", "--image", "loop-stripped"]);
     let top = &v["functions"][0];
     assert!(
         top["function"].as_str().unwrap().starts_with("fn_"),
@@ -382,7 +353,7 @@ fn live_shared_library_and_stripped_executable() {
     let (ok, out, err) = run(&[
         "list",
         "--db",
-        db.to_str().unwrap(),
+        &db,
         "--image",
         "loop-stripped",
         "--func",
