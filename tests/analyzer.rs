@@ -5,8 +5,8 @@
 mod common;
 
 use common::{dcpi, live, tempdir, workload};
-use dcpi_analyze::cfg::{Cfg, Exit, ImageAccess};
-use dcpi_analyze::disasm::{disassemble, Syntax};
+use dcpi_analyze::cfg::{Cfg, Exit};
+use dcpi_analyze::disasm::Syntax;
 use dcpi_analyze::image::ElfImage;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -37,25 +37,7 @@ fn recorded(view: &str, name: &str, extra: &[&str]) -> (bool, String, String) {
 
 fn cfg_of(image: &ElfImage, func: &str) -> Cfg {
     let f = image.find_function(func).unwrap();
-    let bytes = image.bytes(f.start, (f.end - f.start) as usize).unwrap();
-    let label = |a: u64| image.symbols.label(a);
-    let insns = disassemble(bytes, f.start, Syntax::Att, &label);
-    let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
-    let noreturn = |a: u64| {
-        image
-            .symbols
-            .procedure(a)
-            .is_some_and(|p| p.start == a && dcpi_analyze::cfg::is_noreturn_name(&p.name))
-    };
-    Cfg::build(
-        insns,
-        f.start,
-        f.end,
-        &ImageAccess {
-            read: &read,
-            is_noreturn: &noreturn,
-        },
-    )
+    dcpi_analyze::function_code::function_cfg(image, &f, Syntax::Att, true, 2).unwrap()
 }
 
 /// Hand-checked shapes of datasets/workloads/kernels.c compiled by gcc -O2.

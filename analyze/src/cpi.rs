@@ -430,23 +430,11 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
     let fused = fused_branches(code, machine);
     let seen = observable(code);
     // Loads that can miss: memory reads not from the stack (which stays in L1).
-    let mut info = iced_x86::InstructionInfoFactory::new();
     let loads: Vec<bool> = cfg
         .insns
         .iter()
         .map(|d| {
-            use iced_x86::{OpAccess, Register};
-            !crate::disasm::is_bad(d)
-                && d.instr.mnemonic() != iced_x86::Mnemonic::Lea
-                && info.info(&d.instr).used_memory().iter().any(|m| {
-                    matches!(
-                        m.access(),
-                        OpAccess::Read
-                            | OpAccess::CondRead
-                            | OpAccess::ReadWrite
-                            | OpAccess::ReadCondWrite
-                    ) && m.base() != Register::RSP
-                })
+            crate::culprits::reads_memory(d).is_some_and(|base| base != iced_x86::Register::RSP)
         })
         .collect();
     let observe = |per_insn: &dyn Fn(usize) -> f64| -> Vec<BlockObservation> {

@@ -117,7 +117,8 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
     }
 }
 
-fn reads_memory(d: &dcpi_models::block::Decoded) -> Option<Register> {
+/// The base register of the memory `d` reads, if it reads memory (lea does not).
+pub fn reads_memory(d: &dcpi_models::block::Decoded) -> Option<Register> {
     let mut f = iced_x86::InstructionInfoFactory::new();
     if d.instr.mnemonic() == Mnemonic::Lea || crate::disasm::is_bad(d) {
         return None;

@@ -27,6 +27,32 @@ pub struct FunctionCode {
     pub misaligned_samples: u64,
 }
 
+/// The CFG of a function of `image`: branch targets labeled objdump-style
+/// when `labels`, callees that never return inferred `depth` calls deep.
+/// None when its bytes are not inside one loaded segment.
+pub fn function_cfg(
+    image: &ElfImage,
+    f: &FunctionRange,
+    syntax: Syntax,
+    labels: bool,
+    depth: u32,
+) -> Option<Cfg> {
+    let bytes = image.bytes(f.start, (f.end - f.start) as usize)?;
+    let label = |a: u64| if labels { image.symbols.label(a) } else { None };
+    let insns = disassemble(bytes, f.start, syntax, &label);
+    let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
+    let noreturn = |a: u64| callee_never_returns(image, a, depth);
+    Some(Cfg::build(
+        insns,
+        f.start,
+        f.end,
+        &ImageAccess {
+            read: &read,
+            is_noreturn: &noreturn,
+        },
+    ))
+}
+
 /// Whether the function at `addr` never returns: by name (exit, abort, ...),
 /// or because no path through it leaves other than by such a call or a trap
 /// (gcc's own inference, e.g. a `fail()` that calls exit). Looks `depth`
@@ -47,24 +73,12 @@ pub fn callee_never_returns(image: &ElfImage, addr: u64, depth: u32) -> bool {
     let Some(f) = image.symbols.function_at(addr) else {
         return false;
     };
-    let Some(bytes) = image.bytes(f.start, (f.end - f.start) as usize) else {
-        return false;
-    };
-    if bytes.len() > 4096 {
+    if f.end - f.start > 4096 {
         return false;
     }
-    let insns = disassemble(bytes, f.start, Syntax::Att, &|_| None);
-    let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
-    let noreturn = |a: u64| callee_never_returns(image, a, depth - 1);
-    let cfg = Cfg::build(
-        insns,
-        f.start,
-        f.end,
-        &ImageAccess {
-            read: &read,
-            is_noreturn: &noreturn,
-        },
-    );
+    let Some(cfg) = function_cfg(image, &f, Syntax::Att, false, depth - 1) else {
+        return false;
+    };
     let exits: Vec<_> = (0..cfg.blocks.len())
         .filter(|&b| cfg.reachable(b))
         .filter_map(|b| cfg.blocks[b].exit)
@@ -86,25 +100,14 @@ impl FunctionCode {
         syntax: Syntax,
         lines: Option<&SourceLines>,
     ) -> Result<Self> {
-        let len = (function.end - function.start) as usize;
-        let bytes = image
-            .bytes(function.start, len)
-            .ok_or_else(|| AnalyzeError::Image {
+        let cfg =
+            function_cfg(image, function, syntax, true, 2).ok_or_else(|| AnalyzeError::Image {
                 path: image.path.clone(),
                 detail: format!(
                     "{} [{:#x}-{:#x}] is not inside one loaded segment",
                     function.name, function.start, function.end
                 ),
             })?;
-        let label = |a: u64| image.symbols.label(a);
-        let insns = disassemble(bytes, function.start, syntax, &label);
-        let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
-        let noreturn = |a: u64| callee_never_returns(image, a, 2);
-        let access = ImageAccess {
-            read: &read,
-            is_noreturn: &noreturn,
-        };
-        let cfg = Cfg::build(insns, function.start, function.end, &access);
         let nev = samples.events.len();
         let mut counts = vec![vec![0u64; nev]; cfg.insns.len()];
         let mut cycles = vec![0.0; cfg.insns.len()];

@@ -37,7 +37,6 @@ pub mod cpi;
 pub mod culprits;
 pub mod demangle;
 pub mod disasm;
-pub mod elf_code;
 pub mod elf_symbols;
 pub mod error;
 pub mod flow_solve;

@@ -231,11 +231,13 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
         .collect();
 
     // Process filter.
-    let keep_process = |p: &ProcessRow| {
-        q.pid.is_none_or(|pid| p.pid == pid)
-            && q.comm.as_ref().is_none_or(|c| &p.comm == c)
-            && q.appid.as_ref().is_none_or(|a| &p.appid() == a)
+    let filter = crate::samples::SampleFilter {
+        pid: q.pid,
+        comm: q.comm.clone(),
+        appid: q.appid.clone(),
+        epochs: None,
     };
+    let keep_process = |p: &ProcessRow| filter.keeps(p);
 
     let mut symbolizer = Symbolizer::new();
     let mut by_image: HashMap<i64, Vec<u64>> = HashMap::new();

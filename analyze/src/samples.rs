@@ -21,7 +21,8 @@ pub struct SampleFilter {
 }
 
 impl SampleFilter {
-    fn keeps(&self, p: &ProcessRow) -> bool {
+    /// Whether a process's samples count.
+    pub fn keeps(&self, p: &ProcessRow) -> bool {
         self.pid.is_none_or(|pid| p.pid == pid)
             && self.comm.as_ref().is_none_or(|c| &p.comm == c)
             && self.appid.as_ref().is_none_or(|a| &p.appid() == a)

@@ -3,7 +3,7 @@
 use super::Format;
 use anyhow::{bail, Context};
 use clap::Args;
-use dcpi_analyze::elf_code::{bytes_in_range, function_range};
+use dcpi_analyze::image::ElfImage;
 use dcpi_analyze::views::model_text;
 use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::machine::Machine;
@@ -82,10 +82,11 @@ pub fn run(a: ModelArgs) -> anyhow::Result<i32> {
     } else if let Some(p) = &a.asm {
         (assemble(p)?, 0)
     } else if let Some(img) = &a.image {
+        let image = ElfImage::open(img, None)?;
         let (start, end) = match (&a.func, &a.range) {
             (Some(f), _) => {
-                let (s, n) = function_range(img, f)?;
-                (s, s + n)
+                let f = image.find_function(f)?;
+                (f.start, f.end)
             }
             (None, Some(r)) => {
                 let (s, e) = r.split_once('-').context("--range is START-END")?;
@@ -93,7 +94,15 @@ pub fn run(a: ModelArgs) -> anyhow::Result<i32> {
             }
             _ => bail!("--image needs --func NAME or --range START-END"),
         };
-        (bytes_in_range(img, start, end)?, start)
+        if end <= start {
+            bail!("empty range {start:#x}-{end:#x}");
+        }
+        let bytes = image
+            .bytes(start, (end - start) as usize)
+            .with_context(|| {
+                format!("{start:#x}-{end:#x} is not inside one loaded segment of {img}")
+            })?;
+        (bytes.to_vec(), start)
     } else {
         bail!("give the block with --hex BYTES, --asm FILE, or --image PATH with --func/--range");
     };
