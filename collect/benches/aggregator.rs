@@ -128,13 +128,17 @@ fn table_only(c: &mut Criterion) {
                     // A periodic flush, as the driver does every second.
                     t.drain_all(&mut pair);
                     pair.hand_off_partial();
-                    tx.send(DaemonMsg::Flush(Box::default())).unwrap();
+                    tx.send(DaemonMsg::Flush(Box::default(), Default::default()))
+                        .unwrap();
                 }
             }
             t.drain_all(&mut pair);
             pair.hand_off_partial();
-            tx.send(DaemonMsg::Finish(Box::<CollectorStats>::default()))
-                .unwrap();
+            tx.send(DaemonMsg::Finish(
+                Box::<CollectorStats>::default(),
+                Default::default(),
+            ))
+            .unwrap();
             d.join().unwrap();
             t.stats.hits
         })

@@ -7,6 +7,7 @@
 //! happens only at flush markers, never while the driver waits for a buffer.
 
 use crate::address_space::{AddressSpaces, Mapping, Resolved};
+use crate::control::{Controls, FlushMarker};
 use crate::db::writer::{FlushBatch, LatencyDelta, NewProcess, ProcessDelta, ProfileWriter};
 use crate::error::Result;
 use crate::fast_hash::FastHash;
@@ -15,7 +16,7 @@ use crate::overflow::{Handoff, HandoffSink};
 use crate::process_tracker::{InstanceStart, ProcEvent};
 use crate::stats::CollectorStats;
 use std::collections::HashMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 /// Messages from the driver.
 #[derive(Debug)]
@@ -24,10 +25,11 @@ pub enum DaemonMsg {
     Samples(Handoff),
     /// Latency buckets to add and the capture's (calls, unpaired, lost) so far.
     Latency(Vec<LatencyDelta>, (u64, u64, u64)),
-    /// Every table was drained before this marker: write everything now.
-    Flush(Box<CollectorStats>),
+    /// Every table was drained before this marker: write everything now
+    /// (and open a new epoch if the marker says so).
+    Flush(Box<CollectorStats>, FlushMarker),
     /// Last flush; the daemon returns after writing it.
-    Finish(Box<CollectorStats>),
+    Finish(Box<CollectorStats>, FlushMarker),
 }
 
 impl HandoffSink for mpsc::Sender<DaemonMsg> {
@@ -51,7 +53,14 @@ pub struct DaemonStats {
     pub unknown_samples: u64,
     pub flushes: u64,
     pub buffers: u64,
+    /// Flushes forced because the pending entries reached the bound.
+    pub bound_flushes: u64,
 }
+
+/// Most (process, image, offset, event) entries the daemon holds between
+/// flushes (about 64 B each with the map's overhead: 16 MiB). Beyond it the
+/// daemon writes early, so a burst of distinct PCs cannot grow its memory.
+pub const MAX_PENDING_ENTRIES: usize = 256 * 1024;
 
 pub struct Daemon {
     writer: ProfileWriter,
@@ -63,6 +72,8 @@ pub struct Daemon {
     latency: Vec<LatencyDelta>,
     latency_totals: Option<(u64, u64, u64)>,
     pub stats: DaemonStats,
+    controls: Option<Arc<Controls>>,
+    epochs: u64,
 }
 
 impl Daemon {
@@ -77,34 +88,92 @@ impl Daemon {
             latency: Vec::new(),
             latency_totals: None,
             stats: DaemonStats::default(),
+            controls: None,
+            epochs: 1,
         }
+    }
+
+    /// Continuous mode: publish status after each flush, open epochs on request.
+    pub fn with_controls(mut self, controls: Arc<Controls>) -> Self {
+        self.controls = Some(controls);
+        self
     }
 
     /// Runs until `Finish` (or until the driver disappears), then returns the
     /// writer so the session can close the run.
     pub fn run(mut self, rx: mpsc::Receiver<DaemonMsg>) -> Result<(ProfileWriter, DaemonStats)> {
+        let r = self.run_loop(rx);
+        if let (Err(e), Some(c)) = (&r, &self.controls) {
+            let e = e.to_string();
+            c.publish(|s| s.error = Some(e));
+        }
+        r.map(|()| (self.writer, self.stats))
+    }
+
+    fn run_loop(&mut self, rx: mpsc::Receiver<DaemonMsg>) -> Result<()> {
         let mut last_stats = Box::<CollectorStats>::default();
         for msg in rx.iter() {
             match msg {
                 DaemonMsg::Proc(e) => self.on_proc(e),
-                DaemonMsg::Samples(h) => self.merge(h),
+                DaemonMsg::Samples(h) => {
+                    self.merge(h);
+                    if self.counts.len() >= MAX_PENDING_ENTRIES {
+                        self.stats.bound_flushes += 1;
+                        self.flush(&last_stats, false)?;
+                    }
+                }
                 DaemonMsg::Latency(rows, totals) => {
                     self.latency.extend(rows);
                     self.latency_totals = Some(totals);
                 }
-                DaemonMsg::Flush(stats) => {
-                    self.flush(&stats)?;
+                DaemonMsg::Flush(stats, marker) => {
+                    self.flush(&stats, true)?;
+                    self.after_marker(&stats, marker)?;
                     last_stats = stats;
                 }
-                DaemonMsg::Finish(stats) => {
-                    self.flush(&stats)?;
-                    return Ok((self.writer, self.stats));
+                DaemonMsg::Finish(stats, marker) => {
+                    self.flush(&stats, true)?;
+                    self.after_marker(&stats, marker)?;
+                    return Ok(());
                 }
             }
         }
         // The driver died without Finish: keep what we have.
-        self.flush(&last_stats)?;
-        Ok((self.writer, self.stats))
+        self.flush(&last_stats, true)
+    }
+
+    /// A new epoch if asked; then tell the control server what was written.
+    fn after_marker(&mut self, stats: &CollectorStats, marker: FlushMarker) -> Result<()> {
+        if marker.new_epoch {
+            self.writer.new_epoch()?;
+            self.epochs += 1;
+        }
+        let Some(c) = &self.controls else {
+            return Ok(());
+        };
+        let mut all = stats.clone();
+        all.daemon = self.stats;
+        all.images = self.images.len() as u64;
+        let (run_id, epoch_id, epochs) =
+            (self.writer.run_id(), self.writer.epoch_id(), self.epochs);
+        let (flushes, bound) = (self.stats.flushes, self.stats.bound_flushes);
+        let live = self.procs.len() as u64;
+        c.publish(|s| {
+            s.run_id = run_id;
+            s.epoch_id = epoch_id;
+            s.epochs = epochs;
+            s.flushes = flushes;
+            s.bound_flushes = bound;
+            s.flushed_request = s.flushed_request.max(marker.request);
+            s.last_flush_unix = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            s.stats = all.as_pairs();
+            s.pending_entries = 0;
+            s.live_processes = live;
+        });
+        Ok(())
     }
 
     fn on_proc(&mut self, e: ProcEvent) {
@@ -213,7 +282,10 @@ impl Daemon {
         h.give_back();
     }
 
-    fn flush(&mut self, stats: &CollectorStats) -> Result<()> {
+    /// Writes everything pending in one transaction. At a driver marker
+    /// (`at_marker`) every sample of an exited instance has arrived, so its
+    /// state is dropped; an early (bounded-memory) flush keeps it.
+    fn flush(&mut self, stats: &CollectorStats, at_marker: bool) -> Result<()> {
         self.stats.flushes += 1;
         let mut batch = FlushBatch {
             new_images: self.images.take_pending(),
@@ -246,6 +318,9 @@ impl Daemon {
         all.images = self.images.len() as u64;
         batch.stats = all.as_pairs();
         self.writer.flush(&batch)?;
+        if !at_marker {
+            return Ok(());
+        }
         // Everything sampled before this marker is written: exited instances
         // can no longer receive samples.
         let gone: Vec<u32> = self

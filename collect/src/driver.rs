@@ -13,6 +13,7 @@
 //! is exact within a round only if one reader sees all rings; the per-CPU
 //! tables keep DCPI's structure (and its cache behaviour per CPU's stream).
 
+use crate::control::Controls;
 use crate::daemon::DaemonMsg;
 use crate::hashtable::SampleTable;
 use crate::overflow::OverflowPair;
@@ -62,6 +63,7 @@ pub struct Driver {
     proc_out: Vec<ProcEvent>,
     rng: u64,
     next_jitter: Instant,
+    controls: Option<Arc<Controls>>,
 }
 
 impl Driver {
@@ -86,7 +88,14 @@ impl Driver {
             proc_out: Vec::new(),
             rng: 0x2545_F491_4F6C_DD1D ^ std::process::id() as u64,
             next_jitter: Instant::now(),
+            controls: None,
         }
+    }
+
+    /// Continuous mode: flushes and epochs on request.
+    pub fn with_controls(mut self, controls: Arc<Controls>) -> Self {
+        self.controls = Some(controls);
+        self
     }
 
     /// Pre-registers the command dcpi holds before its exec.
@@ -224,10 +233,15 @@ impl Driver {
             .enumerate()
             .map(|(i, &(n, p))| (i as u16, n, p))
             .collect();
+        let marker = self
+            .controls
+            .as_ref()
+            .map(|c| c.start_flush())
+            .unwrap_or_default();
         let msg = if last {
-            DaemonMsg::Finish(Box::new(stats))
+            DaemonMsg::Finish(Box::new(stats), marker)
         } else {
-            DaemonMsg::Flush(Box::new(stats))
+            DaemonMsg::Flush(Box::new(stats), marker)
         };
         let _ = self.tx.send(msg);
     }
@@ -266,6 +280,9 @@ impl RingConsumer for Driver {
     }
     fn idle(&mut self) {
         self.maybe_jitter();
+    }
+    fn flush_due(&self) -> bool {
+        self.controls.as_ref().is_some_and(|c| c.flush_due())
     }
     fn flush(&mut self, last: bool) {
         self.flush_all(last)

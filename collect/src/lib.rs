@@ -27,6 +27,7 @@
 //!     driver: Default::default(),
 //!     ring_bytes: 1 << 20,
 //!     include_kernel: None,
+//!     controls: None,
 //! };
 //! static STOP: AtomicBool = AtomicBool::new(false);
 //! let outcome = collect(&config, &STOP, &|w| eprintln!("{w}")).unwrap();
@@ -34,6 +35,7 @@
 //! ```
 
 pub mod address_space;
+pub mod control;
 pub mod daemon;
 pub mod db;
 pub mod driver;
@@ -51,6 +53,7 @@ pub mod process_tracker;
 pub mod procfs;
 pub mod records;
 pub mod ring_loop;
+pub mod self_usage;
 pub mod session;
 pub mod stats;
 

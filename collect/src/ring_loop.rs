@@ -26,6 +26,10 @@ pub trait RingConsumer {
     fn woke(&mut self) {}
     /// Work between rounds while running (period randomization).
     fn idle(&mut self) {}
+    /// True when someone asked for a flush before the next periodic one.
+    fn flush_due(&self) -> bool {
+        false
+    }
     fn flush(&mut self, last: bool);
 }
 
@@ -52,7 +56,7 @@ pub fn run<C: RingConsumer>(c: &mut C, stop: &AtomicBool, flush_interval: Durati
         } else {
             let timeout = next_flush
                 .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(50));
+                .min(Duration::from_millis(if c.flush_due() { 0 } else { 50 }));
             // SAFETY: pollfds is a valid array of pollfd.
             let n = unsafe {
                 libc::poll(
@@ -104,7 +108,7 @@ pub fn run<C: RingConsumer>(c: &mut C, stop: &AtomicBool, flush_interval: Durati
         if !stopping {
             c.idle();
         }
-        if stopping || Instant::now() >= next_flush {
+        if stopping || Instant::now() >= next_flush || c.flush_due() {
             c.flush(stopping);
             next_flush = Instant::now() + flush_interval;
             if stopping {

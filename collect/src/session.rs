@@ -25,6 +25,9 @@ pub enum Mode {
     Pid(u32),
     /// `dcpi collect --system-wide [-- CMD]`.
     SystemWide(Option<Vec<String>>),
+    /// `dcpi start`: the whole system until `dcpi stop`, with epochs and
+    /// flushes on request.
+    Continuous,
 }
 
 /// A validated collection request.
@@ -41,6 +44,8 @@ pub struct CollectConfig {
     pub ring_bytes: usize,
     /// Sample kernel addresses too; `None` = when permitted.
     pub include_kernel: Option<bool>,
+    /// Continuous mode's flush/epoch requests and published status.
+    pub controls: Option<Arc<crate::control::Controls>>,
 }
 
 /// How a collection ended.
@@ -102,10 +107,23 @@ pub fn collect(
         ..
     } = p;
     let run_id = writer.run_id();
+    if let Some(c) = &config.controls {
+        let epoch_id = writer.epoch_id();
+        c.publish(|s| {
+            s.run_id = run_id;
+            s.epoch_id = epoch_id;
+            s.epochs = 1;
+        });
+    }
 
     // 4. Driver and daemon.
     let (tx, rx) = mpsc::channel();
     let mut driver = Driver::new(events, tx, config.driver);
+    let mut daemon = Daemon::new(writer, ImageRegistry::new(kernel));
+    if let Some(c) = &config.controls {
+        driver = driver.with_controls(c.clone());
+        daemon = daemon.with_controls(c.clone());
+    }
     register_initial(
         &mut driver,
         &config.mode,
@@ -113,7 +131,7 @@ pub fn collect(
         argv.as_deref(),
     );
     let end = supervise(
-        Daemon::new(writer, ImageRegistry::new(kernel)),
+        daemon,
         rx,
         move |stop| driver.run(stop),
         held,
@@ -158,7 +176,7 @@ impl Prepared {
         let argv = match mode {
             Mode::Command(a) => Some(a.clone()),
             Mode::SystemWide(a) => a.clone(),
-            Mode::Pid(_) => None,
+            Mode::Pid(_) | Mode::Continuous => None,
         };
         let held = argv.as_ref().map(|a| spawn_held(a)).transpose()?;
         let target = match (mode, &held) {
@@ -188,6 +206,7 @@ impl Prepared {
                 Mode::Command(_) => "command",
                 Mode::Pid(_) => "pid",
                 Mode::SystemWide(_) => "system-wide",
+                Mode::Continuous => "continuous",
             }
             .into(),
             command: self.argv.as_ref().map(|a| a.join(" ")),
@@ -237,7 +256,7 @@ pub(crate) fn register_initial(
     match (mode, held, argv) {
         (Mode::Command(_), Some(pid), Some(a)) => t.register_root(pid, &root_comm(a), &a.join(" ")),
         (Mode::Pid(p), _, _) => t.seed(&[*p]),
-        (Mode::SystemWide(_), _, _) => t.seed(&procfs::all_pids()),
+        (Mode::SystemWide(_) | Mode::Continuous, _, _) => t.seed(&procfs::all_pids()),
         _ => {}
     }
 }

@@ -52,6 +52,7 @@ impl CollectorStats {
             ("daemon_entries_merged", self.daemon.entries_merged),
             ("daemon_buffers", self.daemon.buffers),
             ("daemon_flushes", self.daemon.flushes),
+            ("daemon_bound_flushes", self.daemon.bound_flushes),
             ("unknown_samples", self.daemon.unknown_samples),
         ]
         .into_iter()

@@ -59,21 +59,30 @@ pub struct CollectArgs {
     pub command: Vec<String>,
 }
 
-fn seconds(s: f64, what: &str) -> anyhow::Result<Duration> {
+pub(super) fn seconds(s: f64, what: &str) -> anyhow::Result<Duration> {
     if !(s.is_finite() && s > 0.0) {
         bail!("{what} must be a positive number of seconds, not {s}");
     }
     Ok(Duration::from_secs_f64(s))
 }
 
-pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
-    let events = parse_event_list(&a.events)?;
-    let rate = match (a.period, a.freq) {
+/// `-c PERIOD` or `-F HZ` (default `default_hz`).
+pub(super) fn rate_from(
+    period: Option<u64>,
+    freq: Option<u64>,
+    default_hz: u64,
+) -> anyhow::Result<Rate> {
+    Ok(match (period, freq) {
         (Some(0), _) | (_, Some(0)) => bail!("-c and -F must be positive"),
         (Some(p), _) => Rate::Period(p),
         (None, Some(f)) => Rate::Frequency(f),
-        (None, None) => Rate::Frequency(4000),
-    };
+        (None, None) => Rate::Frequency(default_hz),
+    })
+}
+
+pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
+    let events = parse_event_list(&a.events)?;
+    let rate = rate_from(a.period, a.freq, 4000)?;
     let mode = super::mode_from(a.system_wide, a.pid, &a.command)?;
     if !a.ring_kib.is_power_of_two() || a.ring_kib < 8 {
         bail!("--ring-kib must be a power of two of at least 8");
@@ -102,6 +111,7 @@ pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
         } else {
             None
         },
+        controls: None,
     };
     signals::install();
     let out = collect(&config, &signals::STOP, &|w| eprintln!("dcpi: {w}"))

@@ -3,6 +3,7 @@
 mod accuracy;
 mod calibrate;
 mod collect;
+mod continuous;
 mod cpi;
 mod culprits;
 mod function_args;
@@ -56,6 +57,19 @@ pub enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Best-case pipeline model of a block: cycles per iteration, bottleneck, stalls, timeline.
     Model(model::ModelArgs),
+    /// Start continuous system-wide profiling in the background (a daemon).
+    Start(continuous::StartArgs),
+    /// Stop the daemon after a final flush.
+    Stop(continuous::ControlArgs),
+    /// Make the daemon write what it holds now.
+    Flush(continuous::ControlArgs),
+    /// Flush and start a new epoch (analysis can pick epochs with --epoch).
+    Epoch(continuous::ControlArgs),
+    /// The daemon's events, rates, samples, epochs, losses, hash tables, memory and CPU use.
+    Status(continuous::ControlArgs),
+    /// The daemon process `dcpi start` launches.
+    #[command(hide = true)]
+    DaemonRun(continuous::StartArgs),
     /// OSprof latency profiles of system calls: capture (`-- CMD`), `show`, `compare`.
     Latency(latency::LatencyArgs),
 }
@@ -66,6 +80,12 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Collect(a) => collect::run(a),
         Command::Prof(a) => prof::run(a),
         Command::Latency(a) => latency::run(a),
+        Command::Start(a) => continuous::start(a),
+        Command::Stop(a) => continuous::stop(a),
+        Command::Flush(a) => continuous::flush(a, false),
+        Command::Epoch(a) => continuous::flush(a, true),
+        Command::Status(a) => continuous::status(a),
+        Command::DaemonRun(a) => continuous::daemon_run(a),
         Command::List(a) => list::run(a),
         Command::Cpi(a) => cpi::run(a),
         Command::Accuracy(a) => accuracy::run(a),

@@ -385,6 +385,24 @@ impl ProfileWriter {
         Ok(())
     }
 
+    /// Ends the current epoch and opens the next one of this run (`dcpi epoch`).
+    pub fn new_epoch(&mut self) -> Result<i64> {
+        let now = now_text();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE epochs SET ended_at = ?1 WHERE id = ?2",
+            params![now, self.epoch_id],
+        )?;
+        tx.execute(
+            "INSERT INTO epochs(run_id, started_at) VALUES (?1, ?2)",
+            params![self.run_id, now],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        self.epoch_id = id;
+        Ok(id)
+    }
+
     /// Marks the run finished.
     pub fn end_run(
         &mut self,

@@ -422,9 +422,9 @@ impl Tracer {
         let mut stats = self.stats.clone();
         stats.processes = self.tracker.started;
         let msg = if last {
-            DaemonMsg::Finish(Box::new(stats))
+            DaemonMsg::Finish(Box::new(stats), Default::default())
         } else {
-            DaemonMsg::Flush(Box::new(stats))
+            DaemonMsg::Flush(Box::new(stats), Default::default())
         };
         let _ = self.tx.send(msg);
     }
