@@ -23,6 +23,8 @@ use std::sync::{mpsc, Arc};
 pub enum DaemonMsg {
     Proc(ProcEvent),
     Samples(Handoff),
+    /// pkprof charges: (from instance, to instance, pc, event, link, samples).
+    Charges(Vec<(u32, u32, u64, u16, crate::kernel_links::Link, u64)>),
     /// Latency buckets to add and the capture's (calls, unpaired, lost) so far.
     Latency(Vec<LatencyDelta>, (u64, u64, u64)),
     /// Every table was drained before this marker: write everything now
@@ -69,6 +71,7 @@ pub struct Daemon {
     procs: HashMap<u32, ProcState, FastHash>,
     new_procs: Vec<(u32, NewProcess)>,
     counts: HashMap<(u32, ImageSlot, u64, u16), u64, FastHash>,
+    charges: HashMap<(u32, u32, ImageSlot, u64, u16, crate::kernel_links::Link), u64, FastHash>,
     latency: Vec<LatencyDelta>,
     latency_totals: Option<(u64, u64, u64)>,
     pub stats: DaemonStats,
@@ -85,6 +88,7 @@ impl Daemon {
             procs: HashMap::default(),
             new_procs: Vec::new(),
             counts: HashMap::default(),
+            charges: HashMap::default(),
             latency: Vec::new(),
             latency_totals: None,
             stats: DaemonStats::default(),
@@ -120,6 +124,15 @@ impl Daemon {
                     if self.counts.len() >= MAX_PENDING_ENTRIES {
                         self.stats.bound_flushes += 1;
                         self.flush(&last_stats, false)?;
+                    }
+                }
+                DaemonMsg::Charges(rows) => {
+                    for (from, to, pc, event, link, n) in rows {
+                        let (slot, offset) = self.images.kernel_address(pc);
+                        *self
+                            .charges
+                            .entry((from, to, slot, offset, event, link))
+                            .or_insert(0) += n;
                     }
                 }
                 DaemonMsg::Latency(rows, totals) => {
@@ -311,6 +324,11 @@ impl Daemon {
             .counts
             .drain()
             .map(|((s, i, o, e), n)| (s, i, o, e, n))
+            .collect();
+        batch.charges = self
+            .charges
+            .drain()
+            .map(|((f, t, i, o, e, l), n)| (f, t, i, o, e, l.label(), n))
             .collect();
         batch.event_totals = stats.event_totals.clone();
         let mut all = stats.clone();

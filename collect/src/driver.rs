@@ -16,6 +16,7 @@
 use crate::control::Controls;
 use crate::daemon::DaemonMsg;
 use crate::hashtable::SampleTable;
+use crate::kernel_links::{Charge, Link, LinkEvents, LinkTracepoint, LinkTracker};
 use crate::overflow::OverflowPair;
 use crate::perf_setup::{set_period, OpenEvents};
 use crate::process_tracker::{ProcEvent, ProcessTracker};
@@ -23,6 +24,9 @@ use crate::records::{self, PerfRecord};
 use crate::ring_loop::{self, RingConsumer};
 use crate::stats::CollectorStats;
 use perf_event::Sampler;
+use crate::fast_hash::FastHash;
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -64,6 +68,12 @@ pub struct Driver {
     rng: u64,
     next_jitter: Instant,
     controls: Option<Arc<Controls>>,
+    links: Option<LinkTracker>,
+    link_points: HashMap<u64, LinkTracepoint, FastHash>,
+    link_counters: Vec<perf_event::Counter>,
+    /// (from instance, to instance, pc, event, link) → samples, until the next flush.
+    charges: HashMap<(u32, u32, u64, u16, Link), u64, FastHash>,
+    charge_out: Vec<Charge>,
 }
 
 impl Driver {
@@ -89,7 +99,20 @@ impl Driver {
             rng: 0x2545_F491_4F6C_DD1D ^ std::process::id() as u64,
             next_jitter: Instant::now(),
             controls: None,
+            links: None,
+            link_points: HashMap::default(),
+            link_counters: Vec::new(),
+            charges: HashMap::default(),
+            charge_out: Vec::new(),
         }
+    }
+
+    /// pkprof: follow softirqs, interrupts, work items and wake-ups.
+    pub fn with_links(mut self, links: LinkEvents) -> Self {
+        self.links = Some(LinkTracker::new(self.tables.len()));
+        self.link_points = links.points;
+        self.link_counters = links.counters;
+        self
     }
 
     /// Continuous mode: flushes and epochs on request.
@@ -138,6 +161,11 @@ impl Driver {
                 }
                 let cpu = s.cpu as usize % self.tables.len();
                 self.tables[cpu].record(s.ip, instance, event, &mut self.pairs[cpu]);
+                if s.ip >= crate::kernel::KERNEL_START {
+                    if let Some(l) = &mut self.links {
+                        l.on_sample(s.cpu, s.tid, instance, s.ip, event);
+                    }
+                }
                 self.stats.samples += 1;
                 // By address, as the daemon attributes it: a software event
                 // (page fault) fires in kernel mode on a user address.
@@ -166,17 +194,41 @@ impl Driver {
                 self.send_proc_events();
             }
             PerfRecord::Fork { time, task } => {
+                if let Some(l) = &mut self.links {
+                    l.on_thread(task.pid, task.tid);
+                }
                 self.tracker.on_fork(time, task, &mut self.proc_out);
                 self.send_proc_events();
             }
             PerfRecord::Exit { time, task } => {
+                if let Some(l) = &mut self.links {
+                    l.on_exit(task.tid);
+                }
                 self.tracker.on_exit(time, task, &mut self.proc_out);
                 self.send_proc_events();
             }
             PerfRecord::Lost { lost, .. } => self.stats.lost_records += lost,
             PerfRecord::LostSamples { lost, .. } => self.stats.lost_samples += lost,
             PerfRecord::Throttle { .. } => self.stats.throttles += 1,
+            PerfRecord::Link(r) => self.on_link(r),
             PerfRecord::Other { .. } => {}
+        }
+    }
+
+    fn on_link(&mut self, r: crate::kernel_links::LinkRecord) {
+        let Some(l) = &mut self.links else { return };
+        l.on_record(&r, &mut self.charge_out);
+        for c in std::mem::take(&mut self.charge_out) {
+            let to = self.tracker.instance_of(c.to_pid, c.time, &mut self.proc_out);
+            if to != c.from {
+                *self
+                    .charges
+                    .entry((c.from, to, c.pc, c.event, c.link))
+                    .or_insert(0) += c.count;
+            }
+        }
+        if !self.proc_out.is_empty() {
+            self.send_proc_events();
         }
     }
 
@@ -227,6 +279,17 @@ impl Driver {
             stats.overflow.entries += p.stats.entries;
         }
         stats.processes = self.tracker.started;
+        if let Some(l) = &self.links {
+            stats.links = l.stats;
+        }
+        if !self.charges.is_empty() {
+            let rows = self
+                .charges
+                .drain()
+                .map(|((f, t, pc, e, link), n)| (f, t, pc, e, link, n))
+                .collect();
+            let _ = self.tx.send(DaemonMsg::Charges(rows));
+        }
         stats.event_totals = self
             .event_totals
             .iter()
@@ -261,10 +324,22 @@ pub fn monotonic_ns() -> u64 {
 impl RingConsumer for Driver {
     type Record = PerfRecord;
     fn rings_and_parser(&mut self) -> (&mut [Sampler], ring_loop::Parser<'_, PerfRecord>) {
-        (&mut self.events.rings, Box::new(records::parse))
+        let points = &self.link_points;
+        let parse = move |kind: u32, misc: u16, body: &[u8]| {
+            if kind == records::RECORD_SAMPLE && !points.is_empty() {
+                let id = u64::from_ne_bytes(body.get(..8)?.try_into().ok()?);
+                if let Some(tp) = points.get(&id) {
+                    return records::parse_link(body, tp);
+                }
+            }
+            records::parse(kind, misc, body)
+        };
+        (&mut self.events.rings, Box::new(parse))
     }
     fn fds(&self) -> Vec<i32> {
-        crate::perf_setup::event_fds(&self.events.rings, &self.events.others)
+        let mut fds = crate::perf_setup::event_fds(&self.events.rings, &self.events.others);
+        fds.extend(self.link_counters.iter().map(|c| c.as_raw_fd()));
+        fds
     }
     fn time(r: &PerfRecord) -> u64 {
         r.time()

@@ -28,6 +28,7 @@
 //!     ring_bytes: 1 << 20,
 //!     include_kernel: None,
 //!     controls: None,
+//!     kernel_links: false,
 //! };
 //! static STOP: AtomicBool = AtomicBool::new(false);
 //! let outcome = collect(&config, &STOP, &|w| eprintln!("{w}")).unwrap();
@@ -45,6 +46,7 @@ pub mod fast_hash;
 pub mod hashtable;
 pub mod images;
 pub mod kernel;
+pub mod kernel_links;
 pub mod latency;
 pub mod launcher;
 pub mod overflow;

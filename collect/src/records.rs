@@ -112,6 +112,8 @@ pub enum PerfRecord {
     Throttle {
         time: u64,
     },
+    /// A kernel-link tracepoint (pkprof), see [`crate::kernel_links`].
+    Link(crate::kernel_links::LinkRecord),
     /// A record type dcpi does not use.
     Other {
         kind: u32,
@@ -123,6 +125,7 @@ impl PerfRecord {
     pub fn time(&self) -> u64 {
         match self {
             PerfRecord::Sample(s) => s.time,
+            PerfRecord::Link(l) => l.time,
             PerfRecord::Mmap { time, .. }
             | PerfRecord::Comm { time, .. }
             | PerfRecord::Fork { time, .. }
@@ -173,6 +176,33 @@ fn trailer_time(body: &[u8]) -> u64 {
         .and_then(|v| v.try_into().ok())
         .map(u64::from_ne_bytes)
         .unwrap_or(0)
+}
+
+/// Parses a sample of a link tracepoint (`IDENTIFIER | TID | TIME | CPU | RAW`).
+pub fn parse_link(body: &[u8], tp: &crate::kernel_links::LinkTracepoint) -> Option<PerfRecord> {
+    let mut c = Cursor { b: body, at: 0 };
+    let _id = c.u64()?;
+    let pid = c.u32()?;
+    let tid = c.u32()?;
+    let time = c.u64()?;
+    let cpu = c.u32()?;
+    let _res = c.u32()?;
+    let size = c.u32()? as usize;
+    let raw = c.bytes(size)?;
+    let field = raw.get(tp.offset..tp.offset + tp.width)?;
+    let arg = if tp.width == 8 {
+        u64::from_ne_bytes(field.try_into().ok()?)
+    } else {
+        u32::from_ne_bytes(field.try_into().ok()?) as u64
+    };
+    Some(PerfRecord::Link(crate::kernel_links::LinkRecord {
+        point: tp.point,
+        pid,
+        tid,
+        time,
+        cpu,
+        arg,
+    }))
 }
 
 /// Parses a record body (the bytes after perf_event_header).

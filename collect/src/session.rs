@@ -46,6 +46,9 @@ pub struct CollectConfig {
     pub include_kernel: Option<bool>,
     /// Continuous mode's flush/epoch requests and published status.
     pub controls: Option<Arc<crate::control::Controls>>,
+    /// Follow softirqs, interrupts, work items and wake-ups to charge
+    /// asynchronous kernel work to the process it served (pkprof).
+    pub kernel_links: bool,
 }
 
 /// How a collection ended.
@@ -92,10 +95,26 @@ pub fn collect(
         Ok(e) => e,
         Err(e) => return Err(p.abandon(e)),
     };
-    for w in &events.warnings {
+    let mut warnings = events.warnings.clone();
+    let links = if config.kernel_links && events.kernel_included {
+        match crate::kernel_links::open(&events.rings) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                warnings.push(format!(
+                    "warning: kernel links unavailable ({e}); asynchronous kernel work stays with the interrupted process"
+                ));
+                None
+            }
+        }
+    } else {
+        if config.kernel_links {
+            warnings.push("warning: kernel links need kernel samples (root, or perf_event_paranoid <= 1)".into());
+        }
+        None
+    };
+    for w in &warnings {
         on_warning(w);
     }
-    let warnings = events.warnings.clone();
     if let Err(e) = p.begin_run(&config.mode, &events.configs) {
         return Err(p.abandon(e));
     }
@@ -119,6 +138,9 @@ pub fn collect(
     // 4. Driver and daemon.
     let (tx, rx) = mpsc::channel();
     let mut driver = Driver::new(events, tx, config.driver);
+    if let Some(l) = links {
+        driver = driver.with_links(l);
+    }
     let mut daemon = Daemon::new(writer, ImageRegistry::new(kernel));
     if let Some(c) = &config.controls {
         driver = driver.with_controls(c.clone());

@@ -21,6 +21,7 @@ pub struct CollectorStats {
     pub table: TableStats,
     pub overflow: OverflowStats,
     pub daemon: DaemonStats,
+    pub links: crate::kernel_links::LinkStats,
     /// Per event position: (samples, sum of periods), absolute.
     pub event_totals: Vec<(u16, u64, u64)>,
 }
@@ -54,6 +55,9 @@ impl CollectorStats {
             ("daemon_flushes", self.daemon.flushes),
             ("daemon_bound_flushes", self.daemon.bound_flushes),
             ("unknown_samples", self.daemon.unknown_samples),
+            ("charged_samples", self.links.charged_samples),
+            ("unlinked_async_samples", self.links.unlinked_async_samples),
+            ("wakeups_seen", self.links.wakeups_seen),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -39,6 +39,10 @@ pub struct CollectArgs {
     /// Sample user-space addresses only.
     #[arg(long = "user-only")]
     pub user_only: bool,
+    /// Charge asynchronous kernel work (softirqs, interrupts, work items) to
+    /// the process it served, through scheduler/irq/workqueue tracepoints (pkprof).
+    #[arg(long = "kernel-links", conflicts_with = "user_only")]
+    pub kernel_links: bool,
     /// Flush aggregated counts to the database every SECONDS.
     #[arg(long = "flush-interval", default_value_t = 1.0)]
     pub flush_interval: f64,
@@ -112,6 +116,7 @@ pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
             None
         },
         controls: None,
+        kernel_links: a.kernel_links,
     };
     signals::install();
     let out = collect(&config, &signals::STOP, &|w| eprintln!("dcpi: {w}"))

@@ -221,6 +221,7 @@ pub fn daemon_run(a: StartArgs) -> anyhow::Result<i32> {
         ring_bytes: a.ring_kib * 1024,
         include_kernel: a.user_only.then_some(false),
         controls: Some(controls.clone()),
+        kernel_links: !a.no_kernel_links && !a.user_only,
     };
     let w = warnings.clone();
     let out = collect(&config, &controls.stop, &move |m| {

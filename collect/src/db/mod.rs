@@ -83,14 +83,16 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     if exists {
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version == 1 {
-            let tx = conn
-                .unchecked_transaction()
-                .map_err(|e| unwritable(e.to_string()))?;
-            tx.execute_batch(schema::MIGRATE_1_TO_2)?;
-            tx.pragma_update(None, "user_version", 2)?;
-            tx.commit().map_err(|e| unwritable(e.to_string()))?;
+        for (from, step) in [(1, schema::MIGRATE_1_TO_2), (2, schema::MIGRATE_2_TO_3)] {
+            let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if version == from {
+                let tx = conn
+                    .unchecked_transaction()
+                    .map_err(|e| unwritable(e.to_string()))?;
+                tx.execute_batch(step)?;
+                tx.pragma_update(None, "user_version", from + 1)?;
+                tx.commit().map_err(|e| unwritable(e.to_string()))?;
+            }
         }
     } else {
         let tx = conn
@@ -98,6 +100,7 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
             .map_err(|e| unwritable(e.to_string()))?;
         tx.execute_batch(schema::CREATE)?;
         tx.execute_batch(schema::LATENCY_TABLES)?;
+        tx.execute_batch(schema::CHARGE_TABLES)?;
         tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
         tx.pragma_update(None, "user_version", schema::SCHEMA_VERSION)?;
         tx.execute(

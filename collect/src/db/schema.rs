@@ -10,9 +10,13 @@
 //!
 //! Version 2 added the latency tables (OSprof profiles); a version 1 file is
 //! upgraded in place when opened for writing ([`MIGRATE_1_TO_2`]).
+//! Version 3 added `kernel_charges` (pkprof): kernel samples taken in one
+//! process's context (they stay in `counts` there) that were asynchronous
+//! work for another process, and by which link (`softirq NET_RX`, `irq 11`,
+//! `workqueue wake`, `workqueue queued`).
 
 /// Schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// PRAGMA application_id of dcpi databases: "DCPI".
 pub const APPLICATION_ID: i64 = 0x4443_5049;
@@ -146,6 +150,24 @@ CREATE TABLE host_times (
     PRIMARY KEY (run_id, name)
 );
 "#;
+
+/// pkprof's charges of asynchronous kernel work.
+pub const CHARGE_TABLES: &str = r#"
+CREATE TABLE kernel_charges (
+    epoch_id        INTEGER NOT NULL REFERENCES epochs(id),
+    from_process_id INTEGER NOT NULL REFERENCES processes(id),
+    to_process_id   INTEGER NOT NULL REFERENCES processes(id),
+    image_id        INTEGER NOT NULL REFERENCES images(id),
+    offset          INTEGER NOT NULL,
+    event_id        INTEGER NOT NULL REFERENCES events(id),
+    link            TEXT NOT NULL,
+    count           INTEGER NOT NULL,
+    PRIMARY KEY (epoch_id, from_process_id, to_process_id, image_id, offset, event_id, link)
+) WITHOUT ROWID;
+"#;
+
+/// Upgrade of a version 2 database.
+pub const MIGRATE_2_TO_3: &str = CHARGE_TABLES;
 
 /// Upgrade of a version 1 database.
 pub const MIGRATE_1_TO_2: &str = LATENCY_TABLES;

@@ -84,6 +84,8 @@ pub type CountDelta = (u32, u32, u64, u16, u64);
 pub type LatencyDelta = (u32, String, u32, i32, u64, u64);
 
 /// Everything one flush writes.
+pub type ChargeDelta = (u32, u32, u32, u64, u16, String, u64);
+
 #[derive(Debug, Default)]
 pub struct FlushBatch {
     /// Latency buckets of the current latency set (see [`ProfileWriter::begin_latency_set`]).
@@ -94,6 +96,8 @@ pub struct FlushBatch {
     pub new_processes: Vec<(u32, NewProcess)>,
     pub process_deltas: Vec<(u32, ProcessDelta)>,
     pub counts: Vec<CountDelta>,
+    /// pkprof charges: (from instance, to instance, image, offset, event, link, count).
+    pub charges: Vec<ChargeDelta>,
     /// Per event position: (samples, sum of periods) so far, absolute.
     pub event_totals: Vec<(u16, u64, u64)>,
     /// Collector statistics, absolute values so far.
@@ -297,6 +301,25 @@ impl ProfileWriter {
                     eid,
                     n as i64
                 ])?;
+            }
+        }
+        if !batch.charges.is_empty() {
+            let mut upsert = tx.prepare_cached(
+                "INSERT INTO kernel_charges(epoch_id, from_process_id, to_process_id, image_id, offset,
+                     event_id, link, count)
+                 VALUES (?1,?2,?3,?4,?5,?6,?7,?8)
+                 ON CONFLICT DO UPDATE SET count = count + excluded.count",
+            )?;
+            for (from, to, slot, offset, event, link, n) in &batch.charges {
+                let (Some(&f), Some(&t), Some(&iid), Some(&eid)) = (
+                    self.process_ids.get(from),
+                    self.process_ids.get(to),
+                    self.image_ids.get(slot),
+                    self.event_ids.get(*event as usize),
+                ) else {
+                    continue;
+                };
+                upsert.execute(params![self.epoch_id, f, t, iid, *offset as i64, eid, link, *n as i64])?;
             }
         }
         for &(pos, samples, total_period) in &batch.event_totals {

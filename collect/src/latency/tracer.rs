@@ -14,7 +14,7 @@
 
 use super::histogram::bucket_of;
 use super::syscall_names;
-use super::tracefs::tracepoint_id;
+use super::tracefs::{tracepoint_id, Tracepoint};
 use crate::daemon::DaemonMsg;
 use crate::error::{CollectError, Result};
 use crate::fast_hash::FastHash;
@@ -24,9 +24,7 @@ use crate::procfs;
 use crate::records::{self, PerfRecord, SAMPLE_CPU, SAMPLE_IDENTIFIER, SAMPLE_TID, SAMPLE_TIME};
 use crate::ring_loop::{self, RingConsumer};
 use crate::stats::CollectorStats;
-use perf_event::events::Event;
 use perf_event::{Builder, Clock, Counter, SampleFlag, Sampler};
-use perf_event_open_sys::bindings::perf_event_attr;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
@@ -34,7 +32,6 @@ use std::time::Duration;
 
 const SAMPLE_RAW: u64 = 1 << 10;
 const SAMPLE_TYPE: u64 = SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_RAW;
-const TYPE_TRACEPOINT: u32 = 2;
 const RECORD_SWITCH: u32 = 14;
 const RECORD_SWITCH_CPU_WIDE: u32 = 15;
 const MISC_SWITCH_OUT: u16 = 1 << 13;
@@ -52,14 +49,6 @@ pub fn op_name(op: u32) -> String {
     }
 }
 
-struct Tracepoint(u64);
-
-impl Event for Tracepoint {
-    fn update_attrs(self, attr: &mut perf_event_attr) {
-        attr.type_ = TYPE_TRACEPOINT;
-        attr.config = self.0;
-    }
-}
 
 /// The open tracepoint events.
 pub struct LatencyEvents {
