@@ -205,7 +205,7 @@ mod tests {
     }
 
     #[test]
-    fn upgrades_a_version_1_file() {
+    fn upgrades_a_version_1_file_to_the_current_schema() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v1.db");
         let c = Connection::open(&p).unwrap();
@@ -218,15 +218,17 @@ mod tests {
         let v: i64 = c
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 2);
-        let n: i64 = c
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE name = 'latency_buckets'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(n, 1);
+        assert_eq!(v, schema::SCHEMA_VERSION);
+        for table in ["latency_buckets", "kernel_charges"] {
+            let n: i64 = c
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+                    [table],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 1, "{table}");
+        }
     }
 
     #[test]
