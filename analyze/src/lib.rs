@@ -48,6 +48,7 @@ pub mod image_cpi;
 pub mod kernel_symbols;
 pub mod latency;
 pub mod prof;
+pub mod report;
 pub mod samples;
 pub mod source_lines;
 pub mod stall_summary;

@@ -176,7 +176,16 @@ impl RunDir {
         let is_dcpi = std::fs::read_to_string(format!("/proc/{pid}/comm"))
             .map(|c| c.trim() == "dcpi")
             .unwrap_or(false);
-        (alive && is_dcpi).then_some(pid)
+        // A killed daemon nobody reaped yet (a zombie) is not running.
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .map(|r| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        (alive && is_dcpi && !zombie).then_some(pid)
     }
 }
 

@@ -15,6 +15,7 @@
 
 use crate::control::Controls;
 use crate::daemon::DaemonMsg;
+use crate::fast_hash::FastHash;
 use crate::hashtable::SampleTable;
 use crate::kernel_links::{Charge, Link, LinkEvents, LinkTracepoint, LinkTracker};
 use crate::overflow::OverflowPair;
@@ -24,7 +25,6 @@ use crate::records::{self, PerfRecord};
 use crate::ring_loop::{self, RingConsumer};
 use crate::stats::CollectorStats;
 use perf_event::Sampler;
-use crate::fast_hash::FastHash;
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
@@ -219,7 +219,9 @@ impl Driver {
         let Some(l) = &mut self.links else { return };
         l.on_record(&r, &mut self.charge_out);
         for c in std::mem::take(&mut self.charge_out) {
-            let to = self.tracker.instance_of(c.to_pid, c.time, &mut self.proc_out);
+            let to = self
+                .tracker
+                .instance_of(c.to_pid, c.time, &mut self.proc_out);
             if to != c.from {
                 *self
                     .charges

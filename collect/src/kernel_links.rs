@@ -91,9 +91,24 @@ impl LinkPoint {
         (LinkPoint::SoftirqExit, "irq", "softirq_exit", "vec"),
         (LinkPoint::IrqEntry, "irq", "irq_handler_entry", "irq"),
         (LinkPoint::IrqExit, "irq", "irq_handler_exit", "irq"),
-        (LinkPoint::QueueWork, "workqueue", "workqueue_queue_work", "work"),
-        (LinkPoint::WorkStart, "workqueue", "workqueue_execute_start", "work"),
-        (LinkPoint::WorkEnd, "workqueue", "workqueue_execute_end", "work"),
+        (
+            LinkPoint::QueueWork,
+            "workqueue",
+            "workqueue_queue_work",
+            "work",
+        ),
+        (
+            LinkPoint::WorkStart,
+            "workqueue",
+            "workqueue_execute_start",
+            "work",
+        ),
+        (
+            LinkPoint::WorkEnd,
+            "workqueue",
+            "workqueue_execute_end",
+            "work",
+        ),
     ];
 }
 
@@ -390,7 +405,10 @@ mod tests {
         let mut t = LinkTracker::new(2);
         let mut out = Vec::new();
         t.on_thread(500, 501); // thread 501 of process 500
-        assert!(!t.on_sample(0, 100, 7, 0xffff_ffff_8100_0000, 0), "process context");
+        assert!(
+            !t.on_sample(0, 100, 7, 0xffff_ffff_8100_0000, 0),
+            "process context"
+        );
         t.on_record(&rec(LinkPoint::SoftirqEntry, 0, 100, 3, 1), &mut out);
         for _ in 0..3 {
             assert!(t.on_sample(0, 100, 7, 0xffff_ffff_8100_0010, 0));
@@ -421,7 +439,12 @@ mod tests {
         }
         t.on_record(&rec(LinkPoint::IrqExit, 0, 0, 11, 3), &mut out);
         assert_eq!(out.iter().map(|c| c.count).sum::<u64>(), 10);
-        let per = |p: u32| out.iter().filter(|c| c.to_pid == p).map(|c| c.count).sum::<u64>();
+        let per = |p: u32| {
+            out.iter()
+                .filter(|c| c.to_pid == p)
+                .map(|c| c.count)
+                .sum::<u64>()
+        };
         let mut shares = [per(10), per(20), per(30)];
         shares.sort();
         assert_eq!(shares, [3, 3, 4]);
@@ -433,7 +456,13 @@ mod tests {
         let mut out = Vec::new();
         let kworker = 50;
         // Process 300 queues work 0xabc; the kworker runs it and wakes nobody.
-        t.on_record(&LinkRecord { pid: 300, ..rec(LinkPoint::QueueWork, 0, 300, 0xabc, 1) }, &mut out);
+        t.on_record(
+            &LinkRecord {
+                pid: 300,
+                ..rec(LinkPoint::QueueWork, 0, 300, 0xabc, 1)
+            },
+            &mut out,
+        );
         t.on_record(&rec(LinkPoint::WorkStart, 0, kworker, 0xabc, 2), &mut out);
         t.on_sample(0, kworker, 4, 0xffff_ffff_8200_0000, 0);
         t.on_record(&rec(LinkPoint::WorkEnd, 0, kworker, 0xabc, 3), &mut out);

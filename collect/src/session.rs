@@ -108,7 +108,10 @@ pub fn collect(
         }
     } else {
         if config.kernel_links {
-            warnings.push("warning: kernel links need kernel samples (root, or perf_event_paranoid <= 1)".into());
+            warnings.push(
+                "warning: kernel links need kernel samples (root, or perf_event_paranoid <= 1)"
+                    .into(),
+            );
         }
         None
     };

@@ -510,11 +510,8 @@ pub fn stop(a: ControlArgs) -> anyhow::Result<i32> {
     let before = control::request(&run, "status", Duration::from_secs(10)).ok();
     control::request(&run, "stop", Duration::from_secs(10))?;
     let deadline = Instant::now() + Duration::from_secs(120);
-    while let Some(p) = pid {
-        // SAFETY: signal 0 only checks existence.
-        if unsafe { libc::kill(p as i32, 0) } != 0 {
-            break;
-        }
+    // The daemon removes its pid file after its last commit.
+    while let Some(p) = run.running_pid() {
         if Instant::now() > deadline {
             bail!(
                 "the daemon (pid {p}) has not exited 120 s after stop; see {}",

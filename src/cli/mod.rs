@@ -11,6 +11,7 @@ mod latency;
 mod list;
 mod model;
 mod prof;
+mod report;
 mod signals;
 mod stalls;
 
@@ -57,6 +58,8 @@ pub enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Best-case pipeline model of a block: cycles per iteration, bottleneck, stalls, timeline.
     Model(model::ModelArgs),
+    /// Prospect's report: statistics of run, processes' user and system time, per-process and kernel profiles.
+    Report(report::ReportArgs),
     /// Start continuous system-wide profiling in the background (a daemon).
     Start(continuous::StartArgs),
     /// Stop the daemon after a final flush.
@@ -80,6 +83,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Collect(a) => collect::run(a),
         Command::Prof(a) => prof::run(a),
         Command::Latency(a) => latency::run(a),
+        Command::Report(a) => report::run(a),
         Command::Start(a) => continuous::start(a),
         Command::Stop(a) => continuous::stop(a),
         Command::Flush(a) => continuous::flush(a, false),

@@ -41,6 +41,12 @@ pub fn workloads() -> &'static Path {
             out.join("flock").to_str().unwrap(),
             "flock.c",
         ]);
+        cc(&[
+            "-O1",
+            "-o",
+            out.join("netpair").to_str().unwrap(),
+            "netpair.c",
+        ]);
         for w in ["loop", "call", "btree"] {
             cc(&[
                 "-O1",

@@ -5,3 +5,4 @@ pub mod latency_text;
 pub mod list_text;
 pub mod model_text;
 pub mod prof_text;
+pub mod report_text;

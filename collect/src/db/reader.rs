@@ -112,6 +112,19 @@ pub struct CountRow {
     pub count: u64,
 }
 
+/// pkprof: kernel samples of `from_process_id` charged to `to_process_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChargeRow {
+    pub epoch_id: i64,
+    pub from_process_id: i64,
+    pub to_process_id: i64,
+    pub image_id: i64,
+    pub offset: u64,
+    pub event_id: i64,
+    pub link: String,
+    pub count: u64,
+}
+
 /// A read-only view of a profile database.
 pub struct ProfileReader {
     conn: Connection,
@@ -269,6 +282,42 @@ impl ProfileReader {
                 offset: r.get::<_, i64>(3)? as u64,
                 event_id: r.get(4)?,
                 count: r.get::<_, i64>(5)? as u64,
+            })
+        })
+    }
+
+    /// pkprof charges, all or of some epochs (none in a database before schema 3).
+    pub fn charges(&self, epochs: Option<&[i64]>) -> Result<Vec<ChargeRow>> {
+        let has: i64 = self.conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'kernel_charges'",
+            [],
+            |r| r.get(0),
+        )?;
+        if has == 0 {
+            return Ok(Vec::new());
+        }
+        let mut sql = "SELECT epoch_id, from_process_id, to_process_id, image_id, offset, event_id, link, count
+                       FROM kernel_charges"
+            .to_string();
+        if let Some(list) = epochs {
+            sql += &format!(
+                " WHERE epoch_id IN ({})",
+                list.iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        }
+        rows(&self.conn, &sql, |r| {
+            Ok(ChargeRow {
+                epoch_id: r.get(0)?,
+                from_process_id: r.get(1)?,
+                to_process_id: r.get(2)?,
+                image_id: r.get(3)?,
+                offset: r.get::<_, i64>(4)? as u64,
+                event_id: r.get(5)?,
+                link: r.get(6)?,
+                count: r.get::<_, i64>(7)? as u64,
             })
         })
     }

@@ -319,7 +319,16 @@ impl ProfileWriter {
                 ) else {
                     continue;
                 };
-                upsert.execute(params![self.epoch_id, f, t, iid, *offset as i64, eid, link, *n as i64])?;
+                upsert.execute(params![
+                    self.epoch_id,
+                    f,
+                    t,
+                    iid,
+                    *offset as i64,
+                    eid,
+                    link,
+                    *n as i64
+                ])?;
             }
         }
         for &(pos, samples, total_period) in &batch.event_totals {

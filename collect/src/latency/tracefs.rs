@@ -78,7 +78,10 @@ pub fn field_offset(group: &str, name: &str, field: &str) -> Result<usize> {
         .join(name)
         .join("format");
     let text = std::fs::read_to_string(&path).map_err(|source| CollectError::Io {
-        what: format!("reading tracepoint format {group}:{name} ({})", path.display()),
+        what: format!(
+            "reading tracepoint format {group}:{name} ({})",
+            path.display()
+        ),
         source,
     })?;
     parse_field_offset(&text, field).ok_or_else(|| {
@@ -93,7 +96,7 @@ pub fn field_offset(group: &str, name: &str, field: &str) -> Result<usize> {
 pub fn parse_field_offset(format: &str, field: &str) -> Option<usize> {
     format.lines().find_map(|l| {
         let decl = l.trim().strip_prefix("field:")?.split(';').next()?;
-        let fname = decl.rsplit(|c: char| c == ' ' || c == '*').next()?;
+        let fname = decl.rsplit([' ', '*']).next()?;
         let fname = fname.split('[').next()?;
         if fname != field {
             return None;

@@ -49,7 +49,6 @@ pub fn op_name(op: u32) -> String {
     }
 }
 
-
 /// The open tracepoint events.
 pub struct LatencyEvents {
     rings: Vec<Sampler>,
