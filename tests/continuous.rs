@@ -197,6 +197,29 @@ fn fork_exec_storm_is_fully_accounted() {
         "SELECT count(DISTINCT instance) FROM processes WHERE comm = 'true'",
     );
     assert_eq!(distinct, n);
+    // Late samples of exiting processes create no stray instances, and the
+    // daemon does not keep state for processes that are gone.
+    let unknown = scalar(
+        &db,
+        "SELECT count(*) FROM processes WHERE cause = 'unknown'",
+    );
+    assert!(unknown < 20, "{unknown} unknown instances");
+    let running = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .parse::<u32>()
+                .is_ok()
+        })
+        .count() as u64;
+    let live = s["live_processes"].as_u64().unwrap();
+    assert!(
+        live <= running + 50,
+        "daemon tracks {live} processes, {running} exist"
+    );
     let mem = &s["memory"];
     assert!(
         mem["resident_kib"].as_u64().unwrap() <= mem["bound_kib"].as_u64().unwrap(),

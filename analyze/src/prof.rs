@@ -142,7 +142,7 @@ pub struct ProfReport {
 }
 
 /// Seconds one sample of this event stands for, if it measures time.
-fn seconds_per_sample(e: &EventRow, run: Option<&RunRow>) -> Option<f64> {
+pub(crate) fn seconds_per_sample(e: &EventRow, run: Option<&RunRow>) -> Option<f64> {
     let p = e.mean_period()?;
     match e.unit.as_str() {
         "ns" => Some(p / 1e9),
@@ -151,7 +151,7 @@ fn seconds_per_sample(e: &EventRow, run: Option<&RunRow>) -> Option<f64> {
     }
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
+pub(crate) fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -159,7 +159,7 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
-fn basename(path: &str) -> String {
+pub(crate) fn basename(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).to_string()
 }
 

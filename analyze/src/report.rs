@@ -12,8 +12,9 @@
 //! period (ns for cpu-clock, cycles over the run's measured core clock).
 
 use crate::error::{AnalyzeError, Result};
+use crate::prof::{basename, pct};
 use crate::symbolizer::Symbolizer;
-use dcpi_collect::db::reader::{EventRow, ImageRow, ProcessRow, RunRow};
+use dcpi_collect::db::reader::{EventRow, ImageRow, ProcessRow};
 use dcpi_collect::db::ProfileReader;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -147,30 +148,8 @@ pub struct ProspectReport {
     pub warnings: Vec<String>,
 }
 
-fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
-}
-
-fn basename(p: &str) -> String {
-    p.rsplit('/').next().unwrap_or(p).to_string()
-}
-
 fn is_kernel(img: &ImageRow) -> bool {
     matches!(img.kind.as_str(), "kernel" | "module")
-}
-
-/// Seconds per sample of the event, when it measures time.
-fn seconds_per_sample(e: &EventRow, run: &RunRow) -> Option<f64> {
-    let p = e.mean_period()?;
-    match e.unit.as_str() {
-        "ns" => Some(p / 1e9),
-        "cycles" => run.core_hz.map(|hz| p / hz),
-        _ => None,
-    }
 }
 
 #[derive(Default)]
@@ -249,7 +228,7 @@ pub fn build(db_path: &Path, q: &ReportQuery) -> Result<ProspectReport> {
             .ok_or_else(|| AnalyzeError::Usage(format!("run {} has no events", run.id)))?,
     }
     .clone();
-    let sps = seconds_per_sample(&event, &run);
+    let sps = crate::prof::seconds_per_sample(&event, Some(&run));
     let images: HashMap<i64, ImageRow> = reader.images()?.into_iter().map(|i| (i.id, i)).collect();
     let processes: HashMap<i64, ProcessRow> =
         reader.processes()?.into_iter().map(|p| (p.id, p)).collect();

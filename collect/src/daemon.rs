@@ -284,7 +284,13 @@ impl Daemon {
                 .counts
                 .entry((e.instance, slot, offset, e.event))
                 .or_insert(0) += n;
-            let st = self.procs.entry(e.instance).or_default();
+            // An instance no longer tracked was dropped after its exit:
+            // a late sample keeps it only until the next flush.
+            let st = self.procs.entry(e.instance).or_insert_with(|| ProcState {
+                announced: true,
+                exited: true,
+                ..Default::default()
+            });
             if kernel {
                 st.delta.kernel_samples += n;
             } else {

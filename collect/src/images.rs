@@ -34,9 +34,14 @@ pub fn is_unknown_region(path: &str) -> bool {
 }
 
 /// Build-id of an ELF file, as hex.
-pub fn elf_build_id(data: &[u8]) -> Option<String> {
+/// GNU build-id of the ELF file at `path`, reading only its headers and
+/// notes (not the whole file: binaries with debug info run to hundreds of MB,
+/// and the collector's memory is bounded).
+pub fn elf_file_build_id(path: &str) -> Option<String> {
     use object::Object;
-    let file = object::File::parse(data).ok()?;
+    let f = std::fs::File::open(path).ok()?;
+    let cache = object::ReadCache::new(f);
+    let file = object::File::parse(&cache).ok()?;
     file.build_id().ok().flatten().map(hex)
 }
 
@@ -95,7 +100,7 @@ impl ImageRegistry {
         let mtime = meta.as_ref().map(|m| m.mtime());
         let build_id = match build_id {
             Some(b) if !b.is_empty() => Some(hex(b)),
-            _ => std::fs::read(path).ok().and_then(|d| elf_build_id(&d)),
+            _ => elf_file_build_id(path),
         };
         let identity = match &build_id {
             Some(b) => format!("build-id:{b}"),

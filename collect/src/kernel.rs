@@ -70,13 +70,18 @@ pub fn parse_modules(text: &str) -> Vec<Module> {
 impl KernelLayout {
     /// Reads the running kernel's layout (addresses need root or kptr_restrict=0).
     pub fn read() -> Self {
-        let text = fs::read_to_string("/proc/kallsyms").ok().and_then(|s| {
-            s.lines().find_map(|l| {
-                let mut f = l.split_whitespace();
-                let addr = f.next()?;
-                let _kind = f.next()?;
-                (f.next()? == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
-            })
+        // Streamed: kallsyms is several MB and `_text` comes early.
+        use std::io::BufRead;
+        let text = fs::File::open("/proc/kallsyms").ok().and_then(|f| {
+            std::io::BufReader::new(f)
+                .lines()
+                .map_while(|l| l.ok())
+                .find_map(|l| {
+                    let mut f = l.split_whitespace();
+                    let addr = f.next()?;
+                    let _kind = f.next()?;
+                    (f.next()? == "_text").then(|| u64::from_str_radix(addr, 16).ok())?
+                })
         });
         let text = text.filter(|&a| a != 0);
         let build_id = fs::read("/sys/kernel/notes")

@@ -5,7 +5,10 @@
 //! tables of (process instance, pc, event) counts; evictions into a pair of
 //! overflow buffers per CPU) → [`daemon`] ((instance, pc) → (image, offset),
 //! merge into the epoch, periodic flush) → [`db`] (one SQLite file).
-//! [`session::collect`] runs one `dcpi collect`.
+//! [`session::collect`] runs one `dcpi collect`, or continuous mode
+//! (`Mode::Continuous`, flushes and epochs on request through [`control`]).
+//! [`kernel_links`] follows softirqs, interrupts, work items and wake-ups to
+//! charge asynchronous kernel work to the process it served (pkprof).
 //!
 //! Limits: x86-64 Linux only. Without a hardware PMU (as on the KVM guests
 //! this project is built on) hardware events fall back to cpu-clock, with a

@@ -107,7 +107,14 @@ pub struct ProcessTracker {
     seed_time: u64,
     /// Instances started.
     pub started: u64,
+    /// pid → (instance, exit time) of processes that exited: a process
+    /// still takes a few samples in do_exit after its EXIT record, and
+    /// they belong to it, not to a new unknown instance.
+    exited: HashMap<u32, (u32, u64), FastHash>,
 }
+
+/// How long samples of an exited pid are still its own (ns).
+const EXIT_GRACE_NS: u64 = 1_000_000_000;
 
 impl ProcessTracker {
     pub fn new() -> Self {
@@ -122,6 +129,7 @@ impl ProcessTracker {
         start.serial = serial;
         self.next_serial += 1;
         self.started += 1;
+        self.exited.remove(&start.pid);
         self.by_pid.insert(
             start.pid,
             Tracked {
@@ -220,6 +228,9 @@ impl ProcessTracker {
     pub fn instance_of(&mut self, pid: u32, time: u64, out: &mut Vec<ProcEvent>) -> u32 {
         if let Some(t) = self.by_pid.get(&pid) {
             return t.serial;
+        }
+        if let Some(&(serial, _)) = self.exited.get(&pid) {
+            return serial;
         }
         let serial = self.seed(pid, time, out);
         if let Some(ProcEvent::Start(InstanceStart { cause, .. })) = out.iter_mut().rev().find(
@@ -342,6 +353,11 @@ impl ProcessTracker {
             return; // a thread ended
         }
         if let Some(t) = self.by_pid.remove(&task.pid) {
+            if self.exited.len() >= 4096 {
+                self.exited
+                    .retain(|_, (_, at)| time.saturating_sub(*at) < EXIT_GRACE_NS);
+            }
+            self.exited.insert(task.pid, (t.serial, time));
             out.push(ProcEvent::Exit {
                 serial: t.serial,
                 time,
@@ -364,6 +380,27 @@ mod tests {
             ProcEvent::Start(InstanceStart { serial, .. }) => *serial,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn samples_after_exit_stay_with_the_exited_instance() {
+        let mut t = ProcessTracker::new();
+        let mut out = Vec::new();
+        let task = Task {
+            pid: 4_100_000,
+            ppid: 1,
+            tid: 4_100_000,
+            ptid: 1,
+        };
+        t.on_fork(10, task, &mut out);
+        let serial = t.instance_of(task.pid, 11, &mut out);
+        t.on_exit(12, task, &mut out);
+        out.clear();
+        assert_eq!(t.instance_of(task.pid, 13, &mut out), serial);
+        assert!(out.is_empty(), "no unknown instance: {out:?}");
+        // The pid reused by a new fork is a new instance.
+        t.on_fork(20, task, &mut out);
+        assert_ne!(t.instance_of(task.pid, 21, &mut out), serial);
     }
 
     #[test]
