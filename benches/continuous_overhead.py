@@ -5,7 +5,8 @@ The system is kept busy by two CPU-bound workers (datasets/workloads/spin.c,
 each timing its own work, one per CPU, restarted back to back) and a shell
 that forks and execs /bin/true every 20 ms. Phases of PHASE seconds
 alternate: no daemon, daemon at 1 kHz per CPU, daemon at 10 kHz per CPU
-(kernel links on, as `dcpi start` does by default), and for comparison
+(kernel links on, as `dcpi start` does by default), 10 kHz without kernel
+links, and for comparison
 `perf record -a -e cpu-clock -F 10000` over the same phase, ROUNDS times. Per phase:
   - work slowdown: median self-timed seconds of the spin runs finished in the
     phase over the median of the neighbouring bare phases (wall clock:
@@ -15,7 +16,7 @@ alternate: no daemon, daemon at 1 kHz per CPU, daemon at 10 kHz per CPU
   - resident memory (peak) and database growth, extrapolated per hour.
 Medians over rounds are printed. Usage: continuous_overhead.py DCPI SPIN ITERS PHASE ROUNDS OUTDIR
 """
-import json, os, statistics, subprocess, sys, threading, time
+import json, os, random, statistics, subprocess, sys, threading, time
 
 dcpi, spin, iters, phase, rounds, out = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 ncpu = os.cpu_count()
@@ -48,11 +49,13 @@ def status():
     return json.loads(r.stdout)
 
 
-results = {"bare": [], "1000": [], "10000": [], "perf10000": []}
-daemon = {"1000": [], "10000": []}
+results = {"bare": [], "1000": [], "10000": [], "10000nolinks": [], "perf10000": []}
+daemon = {"1000": [], "10000": [], "10000nolinks": []}
 time.sleep(phase / 4)  # warm up
 for rnd in range(rounds):
-    for cfg in ("bare", "1000", "10000", "perf10000"):
+    order = ["bare", "1000", "10000", "10000nolinks", "perf10000"]
+    random.shuffle(order)  # a trend in the host's noise must not favour a phase
+    for cfg in order:
         db = os.path.join(out, f"c{cfg}.db")
         for suf in ("", "-wal", "-shm"):
             if os.path.exists(db + suf):
@@ -63,7 +66,9 @@ for rnd in range(rounds):
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)
         elif cfg != "bare":
-            subprocess.run([dcpi, "start", "--run-dir", run_dir, "--db", db, "-F", cfg, "--flush-interval", "10"], check=True, capture_output=True)
+            hz = cfg.removesuffix("nolinks")
+            extra = ["--no-kernel-links"] if cfg.endswith("nolinks") else []
+            subprocess.run([dcpi, "start", "--run-dir", run_dir, "--db", db, "-F", hz, "--flush-interval", "10"] + extra, check=True, capture_output=True)
             s0 = status()
         t0 = time.monotonic()
         time.sleep(phase)
@@ -99,10 +104,10 @@ print()
 print(f"{rounds} rounds of {phase:.0f} s phases, {ncpu} CPUs, both busy")
 slow = [results["perf10000"][i] / results["bare"][i] - 1 for i in range(rounds)]
 print(f"perf record -a at 10 kHz/CPU: work slowdown median {100*statistics.median(slow):+.2f} % (rounds: {', '.join(f'{100*s:+.1f}' for s in slow)})")
-for cfg in ("1000", "10000"):
+for cfg in ("1000", "10000", "10000nolinks"):
     slow = [results[cfg][i] / results["bare"][i] - 1 for i in range(rounds)]
     d = daemon[cfg]
     med = lambda k: statistics.median(x[k] for x in d)
-    print(f"{int(cfg)//1000:>2} kHz/CPU: work slowdown median {100*statistics.median(slow):+.2f} % (rounds: {', '.join(f'{100*s:+.1f}' for s in slow)}); "
+    print(f"{cfg:>12} Hz/CPU: work slowdown median {100*statistics.median(slow):+.2f} % (rounds: {', '.join(f'{100*s:+.1f}' for s in slow)}); "
           f"daemon CPU {100*med('cpu_share'):.2f} % of the machine; peak RSS {med('peak_kib')/1024:.1f} MiB (bound {med('bound_kib')/1024:.1f}); "
           f"database {med('db_mib_per_hour'):.1f} MiB/hour; {med('samples_per_s'):.0f} samples/s; lost {med('lost'):.0f}; charged {med('charged'):.0f}")
