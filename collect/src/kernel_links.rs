@@ -21,7 +21,8 @@
 //! local timer has no irq_handler tracepoint), and chains longer than one
 //! hop (a softirq that wakes a kworker charges the kworker, not the process
 //! the kworker later wakes). With cpu-clock sampling (no PMU) hardirq
-//! handlers never hold samples: the sampling timer cannot interrupt them.
+//! handlers never hold samples (the sampling timer cannot interrupt them), so
+//! their tracepoints are opened only when a hardware event is sampled.
 
 use crate::error::{CollectError, Result};
 use crate::fast_hash::FastHash;
@@ -40,9 +41,15 @@ pub struct LinkEvents {
     pub points: HashMap<u64, LinkTracepoint, FastHash>,
 }
 
-/// Opens every link tracepoint on every CPU into `rings` (one per CPU).
-pub fn open(rings: &[Sampler]) -> Result<LinkEvents> {
-    let tps = tracepoints()?;
+/// Opens the link tracepoints on every CPU into `rings` (one per CPU).
+/// Without `hardirq` the irq_handler pair is left closed: when every sampled
+/// event is a software timer (cpu-clock), no sample can land inside a
+/// hardirq handler, so tracing them would be pure cost.
+pub fn open(rings: &[Sampler], hardirq: bool) -> Result<LinkEvents> {
+    let mut tps = tracepoints()?;
+    if !hardirq {
+        tps.retain(|t| !matches!(t.point, LinkPoint::IrqEntry | LinkPoint::IrqExit));
+    }
     let mut counters = Vec::new();
     let mut points = HashMap::default();
     for (cpu, ring) in rings.iter().enumerate() {

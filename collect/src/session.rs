@@ -97,7 +97,9 @@ pub fn collect(
     };
     let mut warnings = events.warnings.clone();
     let links = if config.kernel_links && events.kernel_included {
-        match crate::kernel_links::open(&events.rings) {
+        // PERF_TYPE_SOFTWARE events are timers here: they never sample inside hardirq handlers.
+        let hardirq = events.configs.iter().any(|c| c.used.type_ != 1);
+        match crate::kernel_links::open(&events.rings, hardirq) {
             Ok(l) => Some(l),
             Err(e) => {
                 warnings.push(format!(
