@@ -34,14 +34,23 @@ pub struct LiveStatus {
     pub last_flush_unix: f64,
     /// Collector statistics as stored in `collector_stats`.
     pub stats: Vec<(String, u64)>,
-    /// Distinct (process, image, offset, event) entries waiting in the daemon.
-    pub pending_entries: u64,
     /// Early flushes forced by the memory bound.
     pub bound_flushes: u64,
     /// Processes the daemon is tracking now.
     pub live_processes: u64,
     /// The error that stopped the daemon, if any.
     pub error: Option<String>,
+}
+
+impl LiveStatus {
+    /// A collector statistic by its `collector_stats` name (0 if absent).
+    pub fn stat(&self, name: &str) -> u64 {
+        self.stats
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
+            .unwrap_or(0)
+    }
 }
 
 /// Shared between the driver, the daemon and the control server.

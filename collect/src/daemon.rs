@@ -155,6 +155,14 @@ impl Daemon {
         self.flush(&last_stats, true)
     }
 
+    /// The driver's statistics with the daemon's own.
+    fn full_stats(&self, driver: &CollectorStats) -> CollectorStats {
+        let mut all = driver.clone();
+        all.daemon = self.stats;
+        all.images = self.images.len() as u64;
+        all
+    }
+
     /// A new epoch if asked; then tell the control server what was written.
     fn after_marker(&mut self, stats: &CollectorStats, marker: FlushMarker) -> Result<()> {
         if marker.new_epoch {
@@ -164,9 +172,7 @@ impl Daemon {
         let Some(c) = &self.controls else {
             return Ok(());
         };
-        let mut all = stats.clone();
-        all.daemon = self.stats;
-        all.images = self.images.len() as u64;
+        let all = self.full_stats(stats);
         let (run_id, epoch_id, epochs) =
             (self.writer.run_id(), self.writer.epoch_id(), self.epochs);
         let (flushes, bound) = (self.stats.flushes, self.stats.bound_flushes);
@@ -183,7 +189,6 @@ impl Daemon {
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0);
             s.stats = all.as_pairs();
-            s.pending_entries = 0;
             s.live_processes = live;
         });
         Ok(())
@@ -337,10 +342,7 @@ impl Daemon {
             .map(|((f, t, i, o, e, l), n)| (f, t, i, o, e, l.label(), n))
             .collect();
         batch.event_totals = stats.event_totals.clone();
-        let mut all = stats.clone();
-        all.daemon = self.stats;
-        all.images = self.images.len() as u64;
-        batch.stats = all.as_pairs();
+        batch.stats = self.full_stats(stats).as_pairs();
         self.writer.flush(&batch)?;
         if !at_marker {
             return Ok(());

@@ -161,16 +161,14 @@ impl Driver {
                 }
                 let cpu = s.cpu as usize % self.tables.len();
                 self.tables[cpu].record(s.ip, instance, event, &mut self.pairs[cpu]);
-                if s.ip >= crate::kernel::KERNEL_START {
-                    if let Some(l) = &mut self.links {
-                        l.on_sample(s.cpu, s.tid, instance, s.ip, event);
-                    }
-                }
                 self.stats.samples += 1;
                 // By address, as the daemon attributes it: a software event
                 // (page fault) fires in kernel mode on a user address.
                 if s.ip >= crate::kernel::KERNEL_START {
                     self.stats.kernel_samples += 1;
+                    if let Some(l) = &mut self.links {
+                        l.on_sample(s.cpu, s.tid, instance, s.ip, event);
+                    }
                 } else {
                     self.stats.user_samples += 1;
                 }

@@ -367,27 +367,31 @@ impl LinkTracker {
             woke
         };
         let k = to.len() as u64;
+        // Whose turn it is to take the next leftover sample, so remainders
+        // are spread over the wakees instead of all going to the first.
         let mut turn = 0usize;
         let mut pending: Vec<_> = c.pending.into_iter().collect();
         pending.sort_unstable();
         for ((from, pc, event), n) in pending {
             self.stats.charged_samples += n;
-            // n / k each, the remainder to the next wakees in turn.
-            for i in 0..k {
-                let share = n / k + u64::from((i + k - turn as u64 % k) % k < n % k);
-                if share > 0 {
+            let mut shares = vec![n / k; to.len()];
+            for _ in 0..n % k {
+                shares[turn] += 1;
+                turn = (turn + 1) % to.len();
+            }
+            for (&to_pid, count) in to.iter().zip(shares) {
+                if count > 0 {
                     out.push(Charge {
                         from,
-                        to_pid: to[i as usize],
+                        to_pid,
                         pc,
                         event,
-                        count: share,
+                        count,
                         link,
                         time,
                     });
                 }
             }
-            turn = (turn + (n % k) as usize) % k as usize;
         }
     }
 }

@@ -259,14 +259,6 @@ impl Drop for Cleanup {
     }
 }
 
-fn stat(s: &LiveStatus, name: &str) -> u64 {
-    s.stats
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or(0)
-}
-
 #[allow(clippy::too_many_arguments)]
 fn status_json(
     s: &LiveStatus,
@@ -279,7 +271,7 @@ fn status_json(
     last: &Mutex<(Instant, u64)>,
 ) -> serde_json::Value {
     let up = started.elapsed().as_secs_f64();
-    let samples = stat(s, "samples");
+    let samples = s.stat("samples");
     let recent = {
         let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
         let dt = l.0.elapsed().as_secs_f64();
@@ -313,7 +305,7 @@ fn status_json(
         .filter_map(|suf| std::fs::metadata(format!("{}{suf}", db.display())).ok())
         .map(|m| m.len())
         .sum();
-    let lookups = stat(s, "hash_lookups");
+    let lookups = s.stat("hash_lookups");
     let ncpu = dcpi_models::host::online_cpus().max(1) as f64;
     serde_json::json!({
         "pid": pid,
@@ -325,8 +317,8 @@ fn status_json(
         "events": events,
         "warnings": *warnings.lock().unwrap_or_else(|p| p.into_inner()),
         "samples": samples,
-        "user_samples": stat(s, "user_samples"),
-        "kernel_samples": stat(s, "kernel_samples"),
+        "user_samples": s.stat("user_samples"),
+        "kernel_samples": s.stat("kernel_samples"),
         "samples_per_s": if up > 0.0 { samples as f64 / up } else { 0.0 },
         "recent_samples_per_s": recent,
         "epoch_id": s.epoch_id,
@@ -334,26 +326,26 @@ fn status_json(
         "flushes": s.flushes,
         "bound_flushes": s.bound_flushes,
         "last_flush_unix": s.last_flush_unix,
-        "lost_records": stat(s, "lost_records"),
-        "lost_samples": stat(s, "lost_samples"),
-        "throttles": stat(s, "throttles"),
-        "processes": stat(s, "processes"),
+        "lost_records": s.stat("lost_records"),
+        "lost_samples": s.stat("lost_samples"),
+        "throttles": s.stat("throttles"),
+        "processes": s.stat("processes"),
         "live_processes": s.live_processes,
-        "images": stat(s, "images"),
-        "unknown_samples": stat(s, "unknown_samples"),
+        "images": s.stat("images"),
+        "unknown_samples": s.stat("unknown_samples"),
         "hash": {
             "lookups": lookups,
-            "hits": stat(s, "hash_hits"),
-            "hit_rate": if lookups > 0 { stat(s, "hash_hits") as f64 / lookups as f64 } else { 0.0 },
-            "evictions": stat(s, "hash_evictions"),
-            "saturations": stat(s, "hash_saturations"),
-            "overflow_handoffs": stat(s, "overflow_handoffs"),
-            "overflow_handoff_waits": stat(s, "overflow_handoff_waits"),
+            "hits": s.stat("hash_hits"),
+            "hit_rate": if lookups > 0 { s.stat("hash_hits") as f64 / lookups as f64 } else { 0.0 },
+            "evictions": s.stat("hash_evictions"),
+            "saturations": s.stat("hash_saturations"),
+            "overflow_handoffs": s.stat("overflow_handoffs"),
+            "overflow_handoff_waits": s.stat("overflow_handoff_waits"),
         },
         "kernel_links": {
-            "charged_samples": stat(s, "charged_samples"),
-            "unlinked_async_samples": stat(s, "unlinked_async_samples"),
-            "wakeups": stat(s, "wakeups_seen"),
+            "charged_samples": s.stat("charged_samples"),
+            "unlinked_async_samples": s.stat("unlinked_async_samples"),
+            "wakeups": s.stat("wakeups_seen"),
         },
         "memory": {
             "resident_kib": rss,
