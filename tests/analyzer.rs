@@ -467,3 +467,36 @@ fn divide_chain_culprit() {
         "{c}"
     );
 }
+
+/// Known answer: a random pointer chase over 64 MiB stalls on D-cache/DTLB
+/// misses. Every sample of its loop sits on the chasing load, so the loop's
+/// frequency is only an upper bound (what it would be if every load hit
+/// L1); the chain's static dependency can explain the cycles only at that
+/// bound, the misses at any frequency below it. So the load's first culprit
+/// is dcache and whatcg names dcache as the category that may explain the
+/// most, with the frequency-unknown remainder keeping minimums at 100 %.
+#[test]
+fn pointer_chase_culprit() {
+    let (ok, out, err) = recorded(
+        "whatcg",
+        "culprits",
+        &["--func", "chase", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let w: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(w["leading"], "dcache", "{w}");
+    let minimums: f64 = w["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["percent"][0].as_f64().unwrap())
+        .sum();
+    assert!((minimums - 100.0).abs() < 1.0, "{w}");
+    assert!(w["sampling_error"].as_f64().unwrap() < 2.0, "{w}");
+    let load = address_of("culprits", "chase", |t| t.starts_with("mov (%rdi,%rdx,8)"));
+    let c = culprits_json("culprits", &load);
+    assert_eq!(c["row"]["freq_upper_bound"], true, "{c}");
+    assert_eq!(c["culprits"][0]["code"], "dcache", "{c}");
+    assert_eq!(c["culprits"][0]["share"][1].as_f64().unwrap(), 1.0, "{c}");
+    assert_eq!(c["share_of"], "all its cycles", "{c}");
+}

@@ -40,6 +40,10 @@ pub struct InsnRow {
     pub charged_samples: f64,
     /// Estimated executions.
     pub freq: Option<f64>,
+    /// `freq` is only a bound from above: every sample of the block's class
+    /// may be a load stall, so the cycles may be dynamic stalls of fewer
+    /// executions (cpi and the stalls then hold at that bound).
+    pub freq_upper_bound: bool,
     pub confidence: Confidence,
     /// Cycles per execution, measured.
     pub cpi: Option<f64>,
@@ -61,6 +65,8 @@ pub struct BlockRow {
     pub end: String,
     pub instructions: usize,
     pub freq: Option<f64>,
+    /// See [`InsnRow::freq_upper_bound`].
+    pub freq_upper_bound: bool,
     pub confidence: Confidence,
     pub class: usize,
     /// Loops the block is in (indices into the function's loops), innermost last.
@@ -485,6 +491,7 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
             let best = models[b].head.get(k).copied().unwrap_or(0.0);
             let f = freqs.as_ref().map(|f| f.freq[b]);
             let conf = freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]);
+            let bound = freqs.as_ref().is_some_and(|f| f.upper_bound[b]);
             let cpi = f.filter(|f| *f > 0.0).map(|f| charged_cycles[i] / f);
             let reasons = models[b].stalls.get(k).cloned().unwrap_or_default();
             let static_stall = (best - 1.0 / width).max(0.0);
@@ -512,6 +519,7 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
                     .collect(),
                 charged_samples: charged[i],
                 freq: f,
+                freq_upper_bound: bound,
                 confidence: conf,
                 cpi,
                 best_cpi: best,
@@ -539,6 +547,7 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
                 end: format!("{:#x}", blk.end),
                 instructions: blk.insns.len(),
                 freq: f,
+                freq_upper_bound: freqs.as_ref().is_some_and(|f| f.upper_bound[b]),
                 confidence: freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]),
                 class: cfg.class_of[b],
                 loops: cfg.loops_of[b].clone(),

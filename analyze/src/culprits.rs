@@ -65,6 +65,11 @@ pub struct CulpritReport {
     pub dynamic_cycles_total: Option<f64>,
     pub culprits: Vec<Culprit>,
     pub ruled_out: Vec<RuledOut>,
+    /// What `share` is a share of: "stall cycles", or "all its cycles" when
+    /// the frequency is only an upper bound (then any cycle may be a stall).
+    pub share_of: String,
+    /// Why the shares are ranges, when the frequency is unknown.
+    pub frequency_note: Option<String>,
 }
 
 fn static_culprit(s: &Stall) -> (String, String, String) {
@@ -388,7 +393,9 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             }
         }
     }
-    if dynamic > 0.0 {
+    // Below an upper-bound frequency the rules' candidates apply even when
+    // the bound leaves no excess.
+    if dynamic > 0.0 || row.freq_upper_bound {
         let n = candidates.len();
         if n == 0 {
             culprits.push(Culprit {
@@ -418,7 +425,34 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             c.share = [c.cycles[0] / stall, c.cycles[1] / stall];
         }
     }
-    culprits.sort_by(|a, b| b.cycles[1].total_cmp(&a.cycles[1]));
+    let mut share_of = "stall cycles".to_string();
+    let mut frequency_note = None;
+    if let (true, Some(f), Some(cpi)) = (row.freq_upper_bound, row.freq, row.cpi) {
+        // The frequency is a bound from above: at the bound the model's
+        // static reasons explain their part; at any lower frequency the
+        // remaining cycles are dynamic stalls, all of them in the limit. So
+        // static culprits range from nothing to their part at the bound and
+        // dynamic ones up to every cycle of the instruction.
+        share_of = "all its cycles".into();
+        frequency_note = Some(format!(
+            "frequency unknown: every sample of this block's class may be a load stall, so {} executions is the most it can have run (if every load hit L1); fewer executions leave more of its cycles to dynamic stalls",
+            crate::views::cpi_text::si(f)
+        ));
+        let dynamic_candidates = culprits.iter().filter(|c| c.kind == "dynamic").count();
+        for c in &mut culprits {
+            if c.kind == "static" {
+                c.share = [0.0, c.cycles[1] / cpi];
+            } else {
+                let lo = if dynamic_candidates == 1 {
+                    dynamic / cpi
+                } else {
+                    0.0
+                };
+                c.share = [lo, 1.0];
+            }
+        }
+    }
+    culprits.sort_by(|a, b| b.share[1].total_cmp(&a.share[1]));
 
     // Skid: where the charged samples landed.
     let mut landed_at = Vec::new();
@@ -451,6 +485,8 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
         stall_cycles: stall,
         culprits,
         ruled_out,
+        share_of,
+        frequency_note,
     })
 }
 
@@ -496,7 +532,8 @@ pub fn render(r: &CulpritReport) -> String {
     }
     let _ = writeln!(
         out,
-        "freq      {} ({})   cpi {}   best case {:.2}   static stall {:.2}   dynamic stall {}",
+        "freq      {}{} ({})   cpi {}   best case {:.2}   static stall {:.2}   dynamic stall {}",
+        if row.freq_upper_bound { "<=" } else { "" },
         row.freq.map_or("-".into(), crate::views::cpi_text::si),
         row.confidence.as_str(),
         row.cpi.map_or("-".into(), |c| format!("{c:.2}")),
@@ -511,14 +548,17 @@ pub fn render(r: &CulpritReport) -> String {
             crate::views::cpi_text::si(t.max(0.0))
         );
     }
+    if let Some(n) = &r.frequency_note {
+        let _ = writeln!(out, "note      {n}");
+    }
     let _ = writeln!(out);
     if r.culprits.is_empty() {
         let _ = writeln!(out, "no stall cycles to explain");
     } else {
         let _ = writeln!(
             out,
-            "{:>13}  {:<8} {:<12} culprit — evidence",
-            "share", "kind", "code"
+            "{:>13}  {:<8} {:<12} culprit — evidence   (shares of {})",
+            "share", "kind", "code", r.share_of
         );
         for c in &r.culprits {
             let share = if (c.share[0] - c.share[1]).abs() < 1e-9 {

@@ -72,6 +72,10 @@ pub struct ClassEstimate {
     /// Blocks whose ratios made the estimate.
     pub blocks: Vec<usize>,
     pub samples: f64,
+    /// Every sampled block of the class may be stalled on loads: the
+    /// frequency is what it would be if they all hit L1, a bound from above
+    /// rather than an estimate (DCPI's classes with no clean instruction).
+    pub upper_bound: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,6 +83,9 @@ pub struct Frequencies {
     /// Per block.
     pub freq: Vec<f64>,
     pub confidence: Vec<Confidence>,
+    /// Per block: its frequency is only a bound from above (its class's
+    /// estimate was, and conservation left it there).
+    pub upper_bound: Vec<bool>,
     pub classes: Vec<ClassEstimate>,
 }
 
@@ -114,6 +121,7 @@ pub fn estimate_class(
             confidence: Confidence::Low,
             blocks: usable,
             samples: 0.0,
+            upper_bound: false,
         });
     }
     // Suspects only count when the class has nothing better.
@@ -153,6 +161,7 @@ pub fn estimate_class(
         confidence: Confidence::from_relative_error(rel),
         blocks: cluster,
         samples: s,
+        upper_bound: only_suspects,
     })
 }
 
@@ -167,10 +176,12 @@ pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> 
         .collect();
     let mut estimates = vec![None; n];
     let mut confidence = vec![Confidence::Low; n];
+    let mut bounded = vec![false; n];
     for e in &classes {
         for &b in &cfg.classes[e.class] {
             estimates[b] = Some((e.freq, e.standard_error));
             confidence[b] = e.confidence;
+            bounded[b] = e.upper_bound;
         }
     }
     let mut has_pred = vec![false; n];
@@ -198,9 +209,14 @@ pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> 
             }
         }
     }
+    // A bound stays a bound where conservation kept the block near it.
+    let upper_bound = (0..n)
+        .map(|b| bounded[b] && estimates[b].is_some_and(|(est, _)| freq[b] > 0.5 * est))
+        .collect();
     Frequencies {
         freq,
         confidence,
+        upper_bound,
         classes,
     }
 }
@@ -223,9 +239,11 @@ mod tests {
         o.stall_suspect = true;
         let e = estimate_class(0, &[0], &[o], 2.0).unwrap();
         assert_eq!(e.confidence, Confidence::Low);
+        assert!(e.upper_bound);
         // Beside a clean block, the suspect is left out.
         let e = estimate_class(0, &[0, 1], &[o, obs(100.0, 1.0)], 2.0).unwrap();
         assert_eq!(e.blocks, vec![1]);
+        assert!(!e.upper_bound);
     }
 
     #[test]

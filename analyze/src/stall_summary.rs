@@ -37,6 +37,17 @@ pub struct WhatCg {
     pub categories: Vec<Category>,
     /// Cycles the model expected beyond what was sampled.
     pub unexplained_gain: f64,
+    /// Time-event samples behind the categories, and all in scope (the
+    /// rest lie on instructions without a frequency estimate).
+    pub samples_tallied: f64,
+    pub samples_in_scope: f64,
+    /// Net sampling error: the largest 95 % interval half-width of any
+    /// category's percentage from sampling alone (binomial over the
+    /// tallied samples), in percentage points.
+    pub sampling_error: f64,
+    /// The stall category that may explain the most cycles (largest upper
+    /// end; static or dynamic, not execution or the ambiguous remainders).
+    pub leading: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,6 +71,8 @@ pub struct StalledInsn {
 struct Acc {
     by: BTreeMap<(String, String, String), [f64; 2]>,
     total: f64,
+    samples: f64,
+    all_samples: f64,
     gain: f64,
     n: usize,
 }
@@ -101,11 +114,13 @@ pub fn summarize(scope: &str, funcs: &[(&FunctionCode, &CpiReport)]) -> (WhatCg,
             acc.gain += (b - c).max(0.0);
         }
         for row in &rep.instructions {
+            acc.all_samples += row.charged_samples.max(0.0);
             let (Some(f), true) = (row.freq, row.charged_samples > 0.0) else {
                 continue;
             };
             let cycles = row.charged_samples * cps;
             acc.total += cycles;
+            acc.samples += row.charged_samples;
             acc.n += 1;
             let (bc, bb, bpos) = net[&row.block];
             let excess = (cycles - row.best_cpi * f).max(0.0);
@@ -116,13 +131,28 @@ pub fn summarize(scope: &str, funcs: &[(&FunctionCode, &CpiReport)]) -> (WhatCg,
             };
             let rest = cycles - dynamic;
             let static_part = (row.static_stall * f).min(rest);
+            // With only an upper bound on the frequency, execution and static
+            // stalls hold at the bound and shrink to nothing below it; what
+            // they leave may all be dynamic.
+            let bound = row.freq_upper_bound;
+            let floor = |x: f64| if bound { 0.0 } else { x };
             acc.add(
                 "exec",
                 "execution (best case)",
                 "execution",
-                rest - static_part,
+                floor(rest - static_part),
                 rest - static_part,
             );
+            if bound {
+                acc.add(
+                    "freq?",
+                    "frequency unknown: best case or load stalls",
+                    "unknown",
+                    rest,
+                    rest,
+                );
+            }
+            let dyn_max = if bound { cycles } else { dynamic };
             let Ok(c) = explain(code, rep, row.vaddr) else {
                 continue;
             };
@@ -133,7 +163,7 @@ pub fn summarize(scope: &str, funcs: &[(&FunctionCode, &CpiReport)]) -> (WhatCg,
                         "static",
                         "static stall (unattributed)",
                         "static",
-                        static_part,
+                        floor(static_part),
                         static_part,
                     );
                 }
@@ -141,16 +171,16 @@ pub fn summarize(scope: &str, funcs: &[(&FunctionCode, &CpiReport)]) -> (WhatCg,
                 // takes the cycles (an even split let a minor dispatch
                 // stall claim half of a divide chain).
                 if let Some(s) = statics.first() {
-                    acc.add(&s.code, &s.name, "static", static_part, static_part);
+                    acc.add(&s.code, &s.name, "static", floor(static_part), static_part);
                 }
             }
             let dyns: Vec<_> = c.culprits.iter().filter(|x| x.kind == "dynamic").collect();
-            if dynamic > 0.0 {
+            if dyn_max > 0.0 {
                 if dyns.len() == 1 {
-                    acc.add(&dyns[0].code, &dyns[0].name, "dynamic", dynamic, dynamic);
+                    acc.add(&dyns[0].code, &dyns[0].name, "dynamic", dynamic, dyn_max);
                 } else {
                     for d in &dyns {
-                        acc.add(&d.code, &d.name, "dynamic", 0.0, dynamic);
+                        acc.add(&d.code, &d.name, "dynamic", 0.0, dyn_max);
                     }
                     acc.add(
                         "ambiguous",
@@ -197,13 +227,30 @@ pub fn summarize(scope: &str, funcs: &[(&FunctionCode, &CpiReport)]) -> (WhatCg,
     let rank = |k: &str| match k {
         "execution" => 0,
         "static" => 1,
-        _ => 2,
+        "dynamic" => 2,
+        _ => 3,
     };
     categories.sort_by(|a, b| {
         rank(&a.kind)
             .cmp(&rank(&b.kind))
             .then(b.cycles[1].total_cmp(&a.cycles[1]))
     });
+    let n = acc.samples.max(1.0);
+    let sampling_error = categories
+        .iter()
+        .map(|c| {
+            let p = (c.percent[1] / 100.0).clamp(0.0, 1.0);
+            200.0 * (p * (1.0 - p) / n).sqrt()
+        })
+        .fold(0.0, f64::max);
+    let leading = categories
+        .iter()
+        .filter(|c| {
+            matches!(c.kind.as_str(), "static" | "dynamic")
+                && !matches!(c.code.as_str(), "ambiguous" | "unexplained")
+        })
+        .max_by(|a, b| a.cycles[1].total_cmp(&b.cycles[1]))
+        .map(|c| c.code.clone());
     (
         WhatCg {
             scope: scope.to_string(),
@@ -211,6 +258,10 @@ pub fn summarize(scope: &str, funcs: &[(&FunctionCode, &CpiReport)]) -> (WhatCg,
             instructions: acc.n,
             categories,
             unexplained_gain: acc.gain,
+            samples_tallied: acc.samples,
+            samples_in_scope: acc.all_samples,
+            sampling_error,
+            leading,
         },
         top,
     )
@@ -244,6 +295,23 @@ pub fn render_whatcg(w: &WhatCg) -> String {
         "  minimums (single values) add up to 100%; ranges say how much a culprit may explain\n  unexplained gain (the model expected more cycles than sampled): {:.1}% extra",
         100.0 * w.unexplained_gain / w.cycles.max(1e-12)
     );
+    let _ = writeln!(
+        out,
+        "  tallied {:.0} of {:.0} samples in scope ({:.1}%); net sampling error ±{:.1} percentage points (95%)",
+        w.samples_tallied,
+        w.samples_in_scope,
+        100.0 * w.samples_tallied / w.samples_in_scope.max(1e-12),
+        w.sampling_error
+    );
+    if let Some(l) = &w.leading {
+        if let Some(c) = w.categories.iter().find(|c| &c.code == l) {
+            let _ = writeln!(
+                out,
+                "  most cycles may go to: {} ({}, up to {:.1}%)",
+                c.name, c.code, c.percent[1]
+            );
+        }
+    }
     out
 }
 

@@ -25,6 +25,15 @@ pub fn si(v: f64) -> String {
     }
 }
 
+/// A frequency, with `<=` when it is only a bound from above.
+fn bounded(f: f64, upper: bool) -> String {
+    if upper {
+        format!("<={}", si(f))
+    } else {
+        si(f)
+    }
+}
+
 fn opt(v: Option<f64>, shown: bool, f: impl Fn(f64) -> String) -> String {
     match (v, shown) {
         (Some(x), true) => f(x),
@@ -47,7 +56,7 @@ fn insn_line(out: &mut String, r: &InsnRow, time_event: Option<&str>, min: Confi
         "{:>10} {:>8} {:>8} {:>6} {:>7} {:>6} {:>4} {:>7}  {}",
         r.addr.trim_start_matches("0x"),
         samples,
-        opt(r.freq, shown, si),
+        opt(r.freq, shown, |f| bounded(f, r.freq_upper_bound)),
         r.confidence.as_str(),
         opt(r.cpi, shown, |c| format!("{c:.2}")),
         format!("{:.2}", r.best_cpi),
@@ -106,13 +115,12 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
     if let (Some(cpi), Some(best)) = (s.cpi, s.best_cpi) {
         let _ = writeln!(
             out,
-            "summary   {} cycles, best case {}; {} instructions executed; CPI {cpi:.2} (best case {best:.2}); dynamic stalls {:.1}% of cycles; {:.0}% of samples at >= {} confidence",
+            "summary   {} cycles, best case {}; {} instructions executed; CPI {cpi:.2} (best case {best:.2}); dynamic stalls {:.1}% of cycles; {:.0}% of samples at medium or high confidence",
             si(s.cycles),
             si(s.best_case_cycles),
             si(s.instructions_executed),
             100.0 * s.dynamic_stall_share.unwrap_or(0.0),
-            100.0 * s.confident_share,
-            min.as_str()
+            (100.0 * s.confident_share).max(0.0),
         );
     }
     for w in &rep.warnings {
@@ -134,6 +142,9 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         if !b.loops.is_empty() {
             tags.push(format!("depth {}", b.loops.len()));
         }
+        if b.freq_upper_bound {
+            tags.push("frequency an upper bound (all samples may be load stalls)".into());
+        }
         if let Some(e) = &b.exit {
             tags.push(format!("{e:?}").to_lowercase());
         }
@@ -142,7 +153,7 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
             "── block {} [{}] freq {} ({}), best {:.2} cycles, actual {} cycles{}",
             b.index,
             b.start,
-            opt(b.freq, shown, si),
+            opt(b.freq, shown, |f| bounded(f, b.freq_upper_bound)),
             b.confidence.as_str(),
             b.best_cycles,
             opt(b.actual_cycles, shown, |c| format!("{c:.2}")),
