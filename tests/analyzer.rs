@@ -500,3 +500,37 @@ fn pointer_chase_culprit() {
     assert_eq!(c["culprits"][0]["share"][1].as_f64().unwrap(), 1.0, "{c}");
     assert_eq!(c["share_of"], "all its cycles", "{c}");
 }
+
+/// Known answer: a 4-byte store then an 8-byte load of the same address
+/// cannot forward (the load is not contained in the store) and waits for
+/// the store to commit. The load's culprit is the forwarding failure naming
+/// the store, D-cache ruled out, and whatcg's leading category is it.
+#[test]
+fn store_forwarding_failure_culprit() {
+    let (ok, out, err) = recorded(
+        "whatcg",
+        "culprits",
+        &["--func", "forward", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let w: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(w["leading"], "fwdfail", "{w}");
+    let load = address_of("culprits", "forward", |t| t.starts_with("mov (%rdi),%rax"));
+    let c = culprits_json("culprits", &load);
+    assert_eq!(c["culprits"][0]["code"], "fwdfail", "{c}");
+    assert!(
+        c["culprits"][0]["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("mov %eax,(%rdi)"),
+        "{c}"
+    );
+    assert!(
+        c["ruled_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "dcache"),
+        "{c}"
+    );
+}

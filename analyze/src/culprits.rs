@@ -154,6 +154,84 @@ fn writes_memory(d: &dcpi_models::block::Decoded) -> bool {
         })
 }
 
+/// A memory operand: base, index, scale, displacement, size in bytes.
+type MemRef = (Register, Register, u32, i64, usize);
+
+fn mem_ref(d: &dcpi_models::block::Decoded, read: bool) -> Option<MemRef> {
+    if d.instr.mnemonic() == Mnemonic::Lea || crate::disasm::is_bad(d) {
+        return None;
+    }
+    let mut f = iced_x86::InstructionInfoFactory::new();
+    f.info(&d.instr)
+        .used_memory()
+        .iter()
+        .find(|m| {
+            let r = matches!(
+                m.access(),
+                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+            );
+            let w = matches!(
+                m.access(),
+                OpAccess::Write
+                    | OpAccess::CondWrite
+                    | OpAccess::ReadWrite
+                    | OpAccess::ReadCondWrite
+            );
+            if read {
+                r
+            } else {
+                w
+            }
+        })
+        .map(|m| {
+            (
+                m.base(),
+                m.index(),
+                m.scale(),
+                m.displacement() as i64,
+                m.memory_size().size(),
+            )
+        })
+}
+
+/// A store-forwarding failure by construction: an earlier store in the
+/// block, or in the loop's previous iteration (the block branches to
+/// itself), writes part of what `i` loads through the same address
+/// registers, but not all of it — the load cannot take its data from the
+/// store buffer and waits until the store is written (Intel/AMD optimization
+/// manuals: a load must be contained in one older store to forward).
+fn forwarding_failure(code: &FunctionCode, i: usize) -> Option<usize> {
+    let cfg = &code.cfg;
+    let (lb, li, ls, ld, lsize) = mem_ref(&cfg.insns[i], true)?;
+    let b = cfg.block_at(cfg.insns[i].addr)?;
+    let blk = &cfg.blocks[b];
+    let self_loop = cfg.successors(b).any(|e| e.to == b);
+    let order: Vec<usize> = (blk.insns.start..i)
+        .rev()
+        .chain(if self_loop {
+            (i + 1..blk.insns.end).rev().collect()
+        } else {
+            Vec::new()
+        })
+        .collect();
+    for j in order {
+        let Some((sb, si, ss, sd, ssize)) = mem_ref(&cfg.insns[j], false) else {
+            continue;
+        };
+        if (sb, si, ss) != (lb, li, ls) || ssize == 0 || lsize == 0 {
+            continue;
+        }
+        let (l0, l1) = (ld, ld + lsize as i64);
+        let (s0, s1) = (sd, sd + ssize as i64);
+        let overlaps = l0 < s1 && s0 < l1;
+        let contained = s0 <= l0 && l1 <= s1;
+        if overlaps {
+            return (!contained).then_some(j);
+        }
+    }
+    None
+}
+
 /// The load earlier in the block that produces one of `i`'s inputs.
 fn feeding_load(code: &FunctionCode, i: usize) -> Option<usize> {
     let cfg = &code.cfg;
@@ -273,6 +351,21 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
         ruled_out.push(RuledOut {
             code: "dcache".into(),
             why: "no operand comes from a load in its block".into(),
+        });
+    }
+    if let Some(j) = forwarding_failure(code, i) {
+        candidates.push((
+            "fwdfail".into(),
+            "store-forwarding failure".into(),
+            format!(
+                "it loads bytes the store `{}` at {:#x} wrote only in part: no forwarding, it waits for the store to reach the cache",
+                cfg.insns[j].text, cfg.insns[j].addr
+            ),
+        ));
+        candidates.retain(|c| c.0 != "dcache");
+        ruled_out.push(RuledOut {
+            code: "dcache".into(),
+            why: "the bytes it loads were just stored: the line is in L1".into(),
         });
     }
     let is_branch = |k: usize| {
