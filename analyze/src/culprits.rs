@@ -10,7 +10,14 @@
 //! - I-cache / ITLB miss: the next instruction starts a fetch block (new
 //!   64-byte line) or is a taken-branch target;
 //! - store buffer / memory ordering: it writes memory, is a fence or locked;
-//! - divider busy: a divide or square root (data-dependent latency).
+//! - divider busy: a divide or square root (data-dependent latency);
+//! - store-forwarding failure: an earlier store through the same address
+//!   registers (in the block, or the previous iteration of a one-block
+//!   loop) overlaps what it loads without containing it; rules D-cache out.
+//!
+//! When the frequency is only an upper bound (every sample of the block's
+//! class may be a load stall) shares are of all the instruction's cycles:
+//! static reasons 0..their part at the bound, dynamic candidates up to all.
 //!
 //! Extra sampled events (cache, branch or TLB misses) on the instruction or
 //! where its samples land confirm a candidate; an event the run sampled
@@ -124,34 +131,11 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
 
 /// The base register of the memory `d` reads, if it reads memory (lea does not).
 pub fn reads_memory(d: &dcpi_models::block::Decoded) -> Option<Register> {
-    let mut f = iced_x86::InstructionInfoFactory::new();
-    if d.instr.mnemonic() == Mnemonic::Lea || crate::disasm::is_bad(d) {
-        return None;
-    }
-    f.info(&d.instr)
-        .used_memory()
-        .iter()
-        .find(|m| {
-            matches!(
-                m.access(),
-                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-            )
-        })
-        .map(|m| m.base())
+    mem_ref(d, true).map(|m| m.0)
 }
 
 fn writes_memory(d: &dcpi_models::block::Decoded) -> bool {
-    let mut f = iced_x86::InstructionInfoFactory::new();
-    !crate::disasm::is_bad(d)
-        && f.info(&d.instr).used_memory().iter().any(|m| {
-            matches!(
-                m.access(),
-                OpAccess::Write
-                    | OpAccess::CondWrite
-                    | OpAccess::ReadWrite
-                    | OpAccess::ReadCondWrite
-            )
-        })
+    mem_ref(d, false).is_some()
 }
 
 /// A memory operand: base, index, scale, displacement, size in bytes.

@@ -12,7 +12,11 @@
 //! the hardware spreads its samples, so an instruction's excess counts only
 //! in proportion to its block's net excess. A block sampled below its best
 //! case (the model predicted more) adds to the unexplained gain, outside
-//! the 100 %.
+//! the 100 %. Where a frequency is only an upper bound (every sample may be
+//! a load stall), execution and static stalls range from 0 to their part at
+//! the bound, dynamic culprits up to every cycle, and the minimums are made
+//! whole by a "frequency unknown" line. The net sampling error is binomial
+//! over the tallied samples; nothing here corrects for a biased estimator.
 
 use crate::cpi::CpiReport;
 use crate::culprits::explain;
