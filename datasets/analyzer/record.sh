@@ -3,14 +3,17 @@
 # profiled with dcpi collect, and run under callgrind for exact execution
 # counts. Tests read them with --symfs datasets/analyzer, so they are
 # deterministic without live sampling. Re-run after changing the collector's
-# database format or a workload:  datasets/analyzer/record.sh
+# database format or a workload:  datasets/analyzer/record.sh [NAME...]
+# (names given: only those are recorded again).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 dcpi="$root/target/release/dcpi"
+only=("$@")
 record() { # name source args...  (TRUTH=no: no callgrind run)
     local name=$1 src=$2; shift 2
+    if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $name "* ]]; then return; fi
     gcc -O2 -g -o "$here/$name" "$root/datasets/workloads/$src"
     rm -f "$here/$name.db"*
     "$dcpi" collect -F 20000 -o "$here/$name.db" -- "$here/$name" "$@" >/dev/null
@@ -24,3 +27,6 @@ record() { # name source args...  (TRUTH=no: no callgrind run)
 record kernels kernels.c 8000
 record btree btree.c 3000000
 TRUTH=no record culprits culprits.c 1
+record hashtab hashtab.c 600
+record codec codec.c 400
+record msort msort.c 200000 30
