@@ -10,6 +10,11 @@
 //!   charged the samples of the next one; samples on a block's first
 //!   instruction go back to its predecessors' last instructions in
 //!   proportion to their frequencies (to itself at the function's entry).
+//! - Mispredicts: after a conditional or indirect branch, samples on the
+//!   target and on the instruction after it may be the refetch (measured:
+//!   the refill lands one past the target). Those charges are kept for the
+//!   views but the instructions they go to (the branch, the target) leave
+//!   the frequency estimate, their best-case cycles with them.
 //! - CPI_i = cycles charged to i / F_i; best_cpi is the model's cycles at the
 //!   head of the window for i; static stall = best_cpi beyond the width's
 //!   share (1/dispatch width), with the model's reasons; dynamic stall =
@@ -302,6 +307,18 @@ fn charge_responsible(
     let mut charged = vec![0.0f64; ni];
     let mut cycles = vec![0.0f64; ni];
     let mut external = vec![0.0f64; ni];
+    let unsure = |last: usize| {
+        matches!(
+            cfg.insns[last].instr.flow_control(),
+            iced_x86::FlowControl::ConditionalBranch | iced_x86::FlowControl::IndirectBranch
+        )
+    };
+    let after_unsure_branch: Vec<bool> = (0..cfg.blocks.len())
+        .map(|b| {
+            cfg.predecessors(b)
+                .any(|e| unsure(cfg.blocks[e.from].insns.end - 1))
+        })
+        .collect();
     let mut give = |to: usize, s: f64, c: f64| -> usize {
         let to = if fused[to] { to - 1 } else { to };
         charged[to] += s;
@@ -316,7 +333,13 @@ fn charge_responsible(
         }
         let b = block_of[i];
         if i > cfg.blocks[b].insns.start {
-            give(i - 1, s, cyc);
+            let to = give(i - 1, s, cyc);
+            // A mispredict's refetch lands one past the branch target
+            // (datasets/skid): after a conditional or indirect branch these
+            // samples may be the branch's, not this instruction's.
+            if i == cfg.blocks[b].insns.start + 1 && after_unsure_branch[b] {
+                external[to] += s;
+            }
             continue;
         }
         let preds: Vec<usize> = cfg.predecessors(b).map(|e| e.from).collect();
@@ -336,10 +359,7 @@ fn charge_responsible(
             // After a conditional or indirect branch these samples may be a
             // mispredict's refetch (DCPI's rule): charged to the branch for
             // the views, left out of the frequency estimate.
-            if matches!(
-                cfg.insns[last].instr.flow_control(),
-                iced_x86::FlowControl::ConditionalBranch | iced_x86::FlowControl::IndirectBranch
-            ) {
+            if unsure(last) {
                 external[to] += s * w / whole;
             }
         }
@@ -443,17 +463,26 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
             crate::culprits::reads_memory(d).is_some_and(|base| base != iced_x86::Register::RSP)
         })
         .collect();
-    let observe = |per_insn: &dyn Fn(usize) -> f64| -> Vec<BlockObservation> {
+    // An instruction charged samples that may be a mispredict's refetch
+    // says nothing about its frequency: its samples and its best-case
+    // cycles both stay out of its block's ratio.
+    let observe = |ch: &Charges| -> Vec<BlockObservation> {
+        let clear = |i: usize| seen[i] && ch.external[i] <= 0.0;
         (0..nb)
             .map(|b| {
                 let blk = &cfg.blocks[b];
                 let first = blk.insns.start;
-                let total: f64 = blk.insns.clone().filter(|&i| seen[i]).map(per_insn).sum();
+                let total: f64 = blk
+                    .insns
+                    .clone()
+                    .filter(|&i| clear(i))
+                    .map(|i| ch.samples[i])
+                    .sum();
                 let on_loads: f64 = blk
                     .insns
                     .clone()
-                    .filter(|&i| seen[i] && loads[i])
-                    .map(per_insn)
+                    .filter(|&i| clear(i) && loads[i])
+                    .map(|i| ch.samples[i])
                     .sum();
                 BlockObservation {
                     samples: total,
@@ -461,7 +490,7 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
                     best_cycles: blk
                         .insns
                         .clone()
-                        .filter(|&i| seen[i])
+                        .filter(|&i| clear(i))
                         .map(|i| models[b].head.get(i - first).copied().unwrap_or(0.0))
                         .sum(),
                 }
@@ -472,15 +501,15 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
     // to the instructions responsible (which needs pass 1's frequencies to
     // split a block's first samples between its predecessors).
     let first_pass = charge_responsible(code, &block_of, &fused, None);
-    let landed = observe(&|i| first_pass.samples[i] - first_pass.external[i]);
+    let landed = observe(&first_pass);
     let mut freqs = cps.map(|c| estimate(cfg, &landed, c));
     let mut ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
     if let Some(c) = cps {
-        let obs = observe(&|i| ch.samples[i] - ch.external[i]);
+        let obs = observe(&ch);
         freqs = Some(estimate(cfg, &obs, c));
         ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
     }
-    let obs = observe(&|i| ch.samples[i] - ch.external[i]);
+    let obs = observe(&ch);
     let (charged, charged_cycles) = (ch.samples, ch.cycles);
 
     let width = machine.dispatch_width.max(1) as f64;

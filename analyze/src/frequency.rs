@@ -22,6 +22,14 @@ use serde::Serialize;
 /// Relative error of the best-case model on a block (BHive MAPE on the host).
 pub const MODEL_ERROR: f64 = 0.12;
 
+/// A class with no samples says its frequency is below about one sample's
+/// worth only if its blocks take this many best-case cycles: out-of-order
+/// retirement leaves short blocks without samples however often they run
+/// (their instructions retire in bulk beside a slower one), so a short
+/// sample-less class gets no estimate and takes its frequency from flow
+/// conservation instead of pinning it to zero.
+pub const ZERO_EVIDENCE_CYCLES: f64 = 4.0;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
@@ -113,6 +121,9 @@ pub fn estimate_class(
     if usable.iter().all(|&b| obs[b].samples <= 0.0) {
         // No samples: the frequency is small, about one sample's worth at most.
         let c: f64 = usable.iter().map(|&b| obs[b].best_cycles).sum();
+        if c < ZERO_EVIDENCE_CYCLES {
+            return None;
+        }
         return Some(ClassEstimate {
             class,
             freq: 0.0,
