@@ -354,6 +354,29 @@ impl Cfg {
         self.in_edges[b].iter().map(|&k| &self.edges[k])
     }
 
+    /// Alignment padding: a block nothing jumps or falls into, made of
+    /// no-ops only (gcc's `nopw`, `xchg %ax,%ax`, `int3`). It never runs; its
+    /// fall-through edge into the next block is an artefact of layout.
+    pub fn is_padding(&self, b: usize) -> bool {
+        use iced_x86::{Mnemonic, Register};
+        b != 0
+            && self.in_edges[b].is_empty()
+            && self.insns[self.blocks[b].insns.clone()].iter().all(|d| {
+                let i = &d.instr;
+                match i.mnemonic() {
+                    Mnemonic::Nop | Mnemonic::Int3 => true,
+                    Mnemonic::Xchg => {
+                        i.op_count() == 2
+                            && i.op0_kind() == iced_x86::OpKind::Register
+                            && i.op1_kind() == iced_x86::OpKind::Register
+                            && i.op0_register() == i.op1_register()
+                            && i.op0_register() != Register::None
+                    }
+                    _ => false,
+                }
+            })
+    }
+
     /// The block holding an address.
     pub fn block_at(&self, addr: u64) -> Option<usize> {
         let i = self.blocks.partition_point(|b| b.start <= addr);

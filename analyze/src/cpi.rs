@@ -24,6 +24,7 @@ use crate::cfg::Exit;
 use crate::frequency::{estimate, BlockObservation, ClassEstimate, Confidence};
 use crate::function_code::FunctionCode;
 use dcpi_models::classify::shape;
+use dcpi_models::critical_path::critical_path;
 use dcpi_models::machine::Machine;
 use dcpi_models::schedule::{analyze, Options, RepeatMode, Stall};
 use serde::Serialize;
@@ -117,6 +118,10 @@ pub struct CpiReport {
     pub class_estimates: Vec<ClassEstimate>,
     pub instructions: Vec<InsnRow>,
     pub warnings: Vec<String>,
+    /// How often the callers call this function (their call sites' block
+    /// frequencies summed), when every way in is a known direct call; the
+    /// estimate weighed it against the function's own samples.
+    pub calls_from_callers: Option<f64>,
 }
 
 /// Best-case timing of one block.
@@ -152,12 +157,25 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             iterations: analyzer_iterations(n),
         },
     );
-    BlockModel {
+    let mut m = BlockModel {
         cycles: a.cycles_per_iteration,
         head: a.insns.iter().map(|t| t.head_cycles).collect(),
         stalls: a.insns.iter().map(|t| t.stalls.clone()).collect(),
         bottleneck: a.bottleneck,
+    };
+    if code.cfg.loops_of[b].is_empty() {
+        // Run once between other code, its dependency chain is exposed.
+        let chain = critical_path(machine, insns);
+        if chain > m.cycles && m.cycles > 0.0 {
+            let factor = chain / m.cycles;
+            for h in &mut m.head {
+                *h *= factor;
+            }
+            m.cycles = chain;
+            m.bottleneck = format!("dependency chain of one pass ({chain:.0} cycles)");
+        }
     }
+    m
 }
 
 /// Iterations the analyzer simulates a block for: fewer than `dcpi model`
@@ -342,7 +360,11 @@ fn charge_responsible(
             }
             continue;
         }
-        let preds: Vec<usize> = cfg.predecessors(b).map(|e| e.from).collect();
+        let preds: Vec<usize> = cfg
+            .predecessors(b)
+            .map(|e| e.from)
+            .filter(|&p| !cfg.is_padding(p))
+            .collect();
         let weights: Vec<f64> = preds.iter().map(|&p| freq.map_or(1.0, |f| f[p])).collect();
         let total: f64 = weights.iter().sum();
         let own_entry = freq.map_or(0.0, |f| (f[b] - total).max(0.0));
@@ -413,8 +435,18 @@ fn observable(code: &FunctionCode) -> Vec<bool> {
     v
 }
 
-/// The CPI analysis of a function.
+/// The CPI analysis of a function on its own samples.
 pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
+    analyze_function_called(code, machine, None)
+}
+
+/// The CPI analysis of a function whose callers say how often they call it
+/// (frequency, standard error; see [`crate::call_sites`]).
+pub fn analyze_function_called(
+    code: &FunctionCode,
+    machine: &Machine,
+    calls: Option<(f64, f64)>,
+) -> CpiReport {
     let cfg = &code.cfg;
     let nb = cfg.blocks.len();
     let ni = cfg.insns.len();
@@ -502,11 +534,11 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
     // split a block's first samples between its predecessors).
     let first_pass = charge_responsible(code, &block_of, &fused, None);
     let landed = observe(&first_pass);
-    let mut freqs = cps.map(|c| estimate(cfg, &landed, c));
+    let mut freqs = cps.map(|c| estimate(cfg, &landed, c, calls));
     let mut ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
     if let Some(c) = cps {
         let obs = observe(&ch);
-        freqs = Some(estimate(cfg, &obs, c));
+        freqs = Some(estimate(cfg, &obs, c, calls));
         ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
     }
     let obs = observe(&ch);
@@ -640,5 +672,6 @@ pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
         class_estimates: freqs.map(|f| f.classes).unwrap_or_default(),
         instructions,
         warnings,
+        calls_from_callers: calls.map(|c| c.0),
     }
 }

@@ -25,6 +25,9 @@ pub struct FlowProblem {
     /// Per block: (estimated frequency, its standard error) where an
     /// estimate exists.
     pub estimates: Vec<Option<(f64, f64)>>,
+    /// Per entry (same order as `entries`): an estimate of the flow that
+    /// comes in from outside there (a function's callers), if known.
+    pub entry_estimates: Vec<Option<(f64, f64)>>,
 }
 
 /// Weight of conservation rows relative to the largest estimate weight.
@@ -58,33 +61,24 @@ pub fn solve(p: &FlowProblem) -> Option<Vec<f64>> {
 }
 
 fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
-    let scale = p
-        .estimates
-        .iter()
-        .flatten()
-        .map(|e| e.0 + e.1)
-        .fold(0.0f64, f64::max);
+    let all = || p.estimates.iter().chain(&p.entry_estimates).flatten();
+    let scale = all().map(|e| e.0 + e.1).fold(0.0f64, f64::max);
     if scale <= 0.0 {
-        return p
-            .estimates
-            .iter()
-            .any(|e| e.is_some())
-            .then(|| vec![0.0; p.blocks]);
+        return all().next().is_some().then(|| vec![0.0; p.blocks]);
     }
     // Weights 1/σ² in units of the largest estimate; σ has a floor so a
     // zero estimate does not pin its block infinitely hard.
-    let weights: Vec<Option<(f64, f64)>> = p
-        .estimates
-        .iter()
-        .map(|e| {
-            e.map(|(v, sd)| {
-                let sigma = (sd / scale).max(1e-4);
-                (v, 1.0 / (sigma * sigma))
-            })
+    let weigh = |e: &Option<(f64, f64)>| {
+        e.map(|(v, sd)| {
+            let sigma = (sd / scale).max(1e-4);
+            (v, 1.0 / (sigma * sigma))
         })
-        .collect();
+    };
+    let weights: Vec<Option<(f64, f64)>> = p.estimates.iter().map(weigh).collect();
+    let entry_weights: Vec<Option<(f64, f64)>> = p.entry_estimates.iter().map(weigh).collect();
     let wmax = weights
         .iter()
+        .chain(&entry_weights)
         .flatten()
         .map(|e| e.1)
         .fold(0.0f64, f64::max)
@@ -97,7 +91,7 @@ fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
     let mut active = vec![true; arcs.len()];
     let mut result = vec![0.0; p.blocks];
     for _round in 0..2 {
-        let x = solve_once(p, &weights, &arcs, &active, scale, wmax)?;
+        let x = solve_once(p, &weights, &entry_weights, &arcs, &active, scale, wmax)?;
         let mut clamped = false;
         for (k, v) in x.iter().enumerate() {
             if active[k] && *v < -1e-9 {
@@ -121,6 +115,7 @@ fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
 fn solve_once(
     p: &FlowProblem,
     weights: &[Option<(f64, f64)>],
+    entry_weights: &[Option<(f64, f64)>],
     arcs: &[(Option<usize>, Option<usize>)],
     active: &[bool],
     scale: f64,
@@ -167,6 +162,12 @@ fn solve_once(
             if !row.is_empty() {
                 add_row(&row, est / scale, w / wmax);
             }
+        }
+    }
+    for (n, w) in entry_weights.iter().enumerate() {
+        let k = p.edges.len() + n;
+        if let (Some((est, w)), true) = (w, active[k]) {
+            add_row(&[(k, 1.0)], est / scale, w / wmax);
         }
     }
     for (k, on) in active.iter().enumerate() {
@@ -259,6 +260,7 @@ mod tests {
                 None,
                 Some((100.0, 10.0)),
             ],
+            entry_estimates: vec![None],
         };
         let f = solve(&p).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
@@ -280,6 +282,7 @@ mod tests {
                 Some((900.0, 270.0)),
                 None,
             ],
+            entry_estimates: vec![None],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -300,9 +303,25 @@ mod tests {
                 Some((500.0, 50.0)),
                 Some((100.0, 10.0)),
             ],
+            entry_estimates: vec![None],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
+    }
+
+    #[test]
+    fn callers_overrule_a_stalled_callee() {
+        // A one-block function: its ratio says 500 calls, its callers 100.
+        let p = FlowProblem {
+            blocks: 1,
+            edges: vec![],
+            entries: vec![0],
+            exits: vec![0],
+            estimates: vec![Some((500.0, 50.0))],
+            entry_estimates: vec![Some((100.0, 15.0))],
+        };
+        let f = solve(&p).unwrap();
+        assert!((f[0] - 100.0).abs() < 15.0, "{f:?}");
     }
 
     #[test]
@@ -313,6 +332,7 @@ mod tests {
             entries: vec![0],
             exits: vec![0],
             estimates: vec![None],
+            entry_estimates: vec![None],
         };
         assert!(solve(&p).is_none());
     }

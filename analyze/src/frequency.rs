@@ -176,8 +176,14 @@ pub fn estimate_class(
     })
 }
 
-/// Frequencies of every block of a function.
-pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> Frequencies {
+/// Frequencies of every block of a function; `calls`, when known, is how
+/// often its callers call it (frequency, standard error).
+pub fn estimate(
+    cfg: &Cfg,
+    obs: &[BlockObservation],
+    cycles_per_sample: f64,
+    calls: Option<(f64, f64)>,
+) -> Frequencies {
     let n = cfg.blocks.len();
     let classes: Vec<ClassEstimate> = cfg
         .classes
@@ -195,14 +201,32 @@ pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> 
             bounded[b] = e.upper_bound;
         }
     }
+    // Padding never runs: no entry, no edges, frequency zero.
+    let padding: Vec<bool> = (0..n).map(|b| cfg.is_padding(b)).collect();
+    let edges: Vec<(usize, usize)> = cfg
+        .edges
+        .iter()
+        .filter(|e| !padding[e.from])
+        .map(|e| (e.from, e.to))
+        .collect();
     let mut has_pred = vec![false; n];
-    for e in &cfg.edges {
-        has_pred[e.to] = true;
+    for &(_, to) in &edges {
+        has_pred[to] = true;
     }
+    for (b, _) in padding.iter().enumerate().filter(|(_, p)| **p) {
+        estimates[b] = None;
+    }
+    let entries: Vec<usize> = (0..n)
+        .filter(|&b| b == 0 || (!has_pred[b] && !padding[b]))
+        .collect();
     let problem = FlowProblem {
         blocks: n,
-        edges: cfg.edges.iter().map(|e| (e.from, e.to)).collect(),
-        entries: (0..n).filter(|&b| b == 0 || !has_pred[b]).collect(),
+        edges,
+        entry_estimates: entries
+            .iter()
+            .map(|&b| if b == 0 { calls } else { None })
+            .collect(),
+        entries,
         exits: (0..n).filter(|&b| cfg.blocks[b].exit.is_some()).collect(),
         estimates: estimates.clone(),
     };
@@ -272,7 +296,9 @@ mod tests {
         let o = [obs(2.0, 2.0)];
         let e = estimate_class(0, &[0], &o, 2.0).unwrap();
         assert_eq!(e.confidence, Confidence::Low);
-        let zero = estimate_class(0, &[0], &[obs(0.0, 2.0)], 2.0).unwrap();
+        // No samples on a short block: no evidence either way.
+        assert!(estimate_class(0, &[0], &[obs(0.0, 2.0)], 2.0).is_none());
+        let zero = estimate_class(0, &[0], &[obs(0.0, 8.0)], 2.0).unwrap();
         assert_eq!(zero.freq, 0.0);
         assert!(zero.standard_error > 0.0);
     }

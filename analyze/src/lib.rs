@@ -31,6 +31,7 @@
 //! ```
 
 pub mod accuracy;
+pub mod call_sites;
 pub mod callgrind;
 pub mod cfg;
 pub mod cpi;

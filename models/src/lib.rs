@@ -35,6 +35,7 @@ pub mod block;
 pub mod calibrate;
 pub mod classify;
 pub mod core_clock;
+pub mod critical_path;
 pub mod harness;
 pub mod host;
 pub mod host_times;

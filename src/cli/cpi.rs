@@ -6,10 +6,10 @@ use super::function_args::{machine_for, MinConfidence, SampleArgs};
 use super::Format;
 use anyhow::bail;
 use clap::Args;
-use dcpi_analyze::cpi::{analyze_function, CpiReport};
+use dcpi_analyze::cpi::CpiReport;
 use dcpi_analyze::function_code::FunctionCode;
 use dcpi_analyze::function_lookup::locate;
-use dcpi_analyze::image_cpi::analyze_image;
+use dcpi_analyze::image_cpi::{analyze_image, analyze_with_callers};
 use dcpi_analyze::source_lines::SourceLines;
 use dcpi_analyze::views::cpi_text;
 
@@ -55,7 +55,7 @@ pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
             syntax,
             Some(&lines),
         )?;
-        let rep = analyze_function(&code, &machine);
+        let rep = analyze_with_callers(&found.image, &samples, &code, &machine, syntax);
         match a.format {
             Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
             Format::Text => print!("{}", cpi_text::render(&rep, a.confidence.into())),

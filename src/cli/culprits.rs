@@ -4,11 +4,11 @@ use super::function_args::{machine_for, SampleArgs};
 use super::Format;
 use anyhow::Context;
 use clap::Args;
-use dcpi_analyze::cpi::analyze_function;
 use dcpi_analyze::culprits::{explain, render};
 use dcpi_analyze::function_code::FunctionCode;
 use dcpi_analyze::function_lookup::locate;
 use dcpi_analyze::image::parse_address;
+use dcpi_analyze::image_cpi::analyze_with_callers;
 use dcpi_analyze::source_lines::SourceLines;
 
 #[derive(Args, Debug)]
@@ -46,7 +46,7 @@ pub fn run(a: CulpritsArgs) -> anyhow::Result<i32> {
         a.samples.syntax(),
         Some(&lines),
     )?;
-    let rep = analyze_function(&code, &machine);
+    let rep = analyze_with_callers(&found.image, &samples, &code, &machine, a.samples.syntax());
     let c = explain(&code, &rep, addr)?;
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),

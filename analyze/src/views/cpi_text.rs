@@ -123,6 +123,13 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
             (100.0 * s.confident_share).max(0.0),
         );
     }
+    if let Some(calls) = rep.calls_from_callers {
+        let _ = writeln!(
+            out,
+            "callers   call it {} times by their frequencies (weighed with its own samples)",
+            si(calls)
+        );
+    }
     for w in &rep.warnings {
         let _ = writeln!(out, "warning   {w}");
     }

@@ -1,0 +1,98 @@
+//! The latency of one pass through a block: its longest register
+//! dependency chain, every input ready at cycle 0 (loads hit L1, moves the
+//! renamer eliminates and zero idioms cost nothing).
+//!
+//! The steady-state models ([`crate::schedule`]) repeat a block back to back,
+//! so a block whose inputs come from outside (a function's arguments) runs
+//! at its throughput there. Executed once between other code — a small
+//! function called from a loop whose next call needs this one's result —
+//! the chain is exposed. The analyzer uses the larger of the two as a
+//! block's best case outside loops.
+//!
+//! Pushes, pops, calls, returns and branches are left out: the stack
+//! engine and the predictors keep them off the chain.
+//!
+//! Limits: memory dependencies (store then load of the same address) and
+//! port contention are not on this path; the steady-state model has them.
+
+use crate::block::Decoded;
+use crate::classify::{shape, Reg};
+use crate::machine::Machine;
+use std::collections::HashMap;
+
+/// Cycles from the first instruction's inputs to the last result.
+pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
+    let mut info = iced_x86::InstructionInfoFactory::new();
+    let mut ready: HashMap<Reg, u64> = HashMap::new();
+    let mut end = 0u64;
+    for d in block {
+        use iced_x86::{FlowControl, Mnemonic};
+        // Stack bookkeeping (the stack engine, the return stack) and
+        // branches (predicted) hold no chain the next code waits for.
+        if matches!(
+            d.instr.mnemonic(),
+            Mnemonic::Push | Mnemonic::Pop | Mnemonic::Call | Mnemonic::Ret | Mnemonic::Leave
+        ) || d.instr.flow_control() != FlowControl::Next
+        {
+            continue;
+        }
+        let sh = shape(&d.instr, &mut info);
+        let at = |regs: &[Reg], ready: &HashMap<Reg, u64>| {
+            regs.iter()
+                .map(|r| ready.get(r).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0)
+        };
+        if sh.zero_idiom && machine.zero_idioms {
+            for w in &sh.writes {
+                ready.insert(*w, 0);
+            }
+            continue;
+        }
+        let mut start = at(&sh.reads, &ready);
+        if sh.load.is_some() {
+            let load = machine.class(if sh.vector_mem { "vec_load" } else { "load" });
+            start = start.max(at(&sh.addr_reads, &ready) + u64::from(load.latency));
+        }
+        let latency = if sh.movable && machine.move_elimination {
+            0
+        } else {
+            u64::from(machine.class(sh.class).latency)
+        };
+        let done = start + latency;
+        for w in &sh.writes {
+            ready.insert(*w, done);
+        }
+        end = end.max(done);
+    }
+    end as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::{decode, parse_hex};
+
+    fn golden_cove() -> Machine {
+        Machine::by_name("golden-cove").unwrap()
+    }
+
+    fn decode_hex(hex: &str, addr: u64) -> Result<Vec<Decoded>, crate::block::BlockError> {
+        decode(&parse_hex(hex)?, addr, false)
+    }
+
+    #[test]
+    fn a_dependent_chain_costs_its_latencies() {
+        // mov %rdi,%rax; shr $33,%rax; xor %rdi,%rax; imul %rax,%rax
+        let b = decode_hex("4889f848c1e8214831f8480fafc0", 0x1000).unwrap();
+        // move eliminated (0) + shr 1 + xor 1 + imul 3
+        assert_eq!(critical_path(&golden_cove(), &b), 5.0);
+    }
+
+    #[test]
+    fn independent_instructions_overlap() {
+        // add %rdi,%rax; add %rsi,%rdx; add %rcx,%r8
+        let b = decode_hex("4801f84801f24901c8", 0x1000).unwrap();
+        assert_eq!(critical_path(&golden_cove(), &b), 1.0);
+    }
+}
