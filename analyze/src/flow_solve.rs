@@ -2,7 +2,8 @@
 //! per-block estimates with weights, find edge frequencies f ≥ 0 such that
 //! every block's in-flow equals its out-flow, and block frequencies (in-flow)
 //! come as close as possible to the estimates in weighted least squares.
-//! Blocks without an estimate take their frequency from their neighbours.
+//! Blocks without an estimate take their frequency from their neighbours;
+//! an entry may carry an estimate of its own (how often callers call in).
 //!
 //! Conservation is a heavily weighted penalty row per block; the normal
 //! equations (sparse, SPD thanks to a tiny ridge) are solved by sparse

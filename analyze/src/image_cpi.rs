@@ -31,15 +31,13 @@ fn block_freqs(rep: &CpiReport) -> Option<(Vec<f64>, Vec<Confidence>)> {
     Some((freq?, rep.blocks.iter().map(|b| b.confidence).collect()))
 }
 
-/// `code` analyzed again if `callers` (analyzed on their own) say how often
-/// they call it.
-fn with_callers(
+/// How often `callers` (analyzed on their own) call `code`'s function, if
+/// every way into it is one of their direct calls.
+fn calls_by(
     code: &FunctionCode,
-    alone: CpiReport,
     callers: &[(&FunctionCode, &CpiReport)],
     refs: &References,
-    machine: &Machine,
-) -> CpiReport {
+) -> Option<(f64, f64)> {
     let freqs: Vec<Option<(Vec<f64>, Vec<Confidence>)>> =
         callers.iter().map(|(_, r)| block_freqs(r)).collect();
     let known: Vec<Caller> = callers
@@ -53,10 +51,7 @@ fn with_callers(
             })
         })
         .collect();
-    match calls_into(&code.function, &known, refs) {
-        Some(calls) => analyze_function_called(code, machine, Some(calls)),
-        None => alone,
-    }
+    calls_into(&code.function, &known, refs)
 }
 
 pub fn analyze_image(
@@ -94,26 +89,32 @@ pub fn analyze_image(
         .enumerate()
         .map(|(i, (c, _))| (c.function.start, i))
         .collect();
-    let reports: Vec<CpiReport> = alone
+    let calls: Vec<Option<(f64, f64)>> = alone
         .par_iter()
-        .map(|(code, rep)| {
-            let callers: Option<Vec<(&FunctionCode, &CpiReport)>> =
-                caller_starts(&image, &refs, code.function.start).map(|starts| {
-                    starts
-                        .iter()
-                        .filter_map(|s| by_start.get(s))
-                        .map(|&i| (&alone[i].0, &alone[i].1))
-                        .collect()
-                });
-            match callers {
-                Some(c) if !c.is_empty() => with_callers(code, rep.clone(), &c, &refs, machine),
-                _ => rep.clone(),
-            }
+        .map(|(code, _)| {
+            let starts = caller_starts(&image, &refs, code.function.start)?;
+            let callers: Vec<(&FunctionCode, &CpiReport)> = starts
+                .iter()
+                .filter_map(|s| by_start.get(s))
+                .map(|&i| (&alone[i].0, &alone[i].1))
+                .collect();
+            calls_by(code, &callers, &refs)
         })
         .collect();
+    let (code, reports): (Vec<FunctionCode>, Vec<CpiReport>) = alone
+        .into_par_iter()
+        .zip(calls)
+        .map(|((code, rep), calls)| match calls {
+            Some(c) => {
+                let rep = analyze_function_called(&code, machine, Some(c));
+                (code, rep)
+            }
+            None => (code, rep),
+        })
+        .unzip();
     Ok(ImageCpi {
         reports,
-        code: alone.into_iter().map(|(c, _)| c).collect(),
+        code,
         failures,
     })
 }
@@ -167,9 +168,8 @@ pub fn analyze_with_callers(
     if starts.contains(&code.function.start) {
         callers.push((code, &alone));
     }
-    if callers.is_empty() {
-        return alone;
+    match calls_by(code, &callers, &refs) {
+        Some(c) => analyze_function_called(code, machine, Some(c)),
+        None => alone,
     }
-    let again = alone.clone();
-    with_callers(code, again, &callers, &refs, machine)
 }
