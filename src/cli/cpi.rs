@@ -7,10 +7,7 @@ use super::Format;
 use anyhow::bail;
 use clap::Args;
 use dcpi_analyze::cpi::CpiReport;
-use dcpi_analyze::function_code::FunctionCode;
-use dcpi_analyze::function_lookup::locate;
 use dcpi_analyze::image_cpi::{analyze_image, analyze_with_callers};
-use dcpi_analyze::source_lines::SourceLines;
 use dcpi_analyze::views::cpi_text;
 
 #[derive(Args, Debug)]
@@ -45,16 +42,7 @@ pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
     let machine = machine_for(a.cpu.as_deref(), &profile)?;
     let syntax = a.samples.syntax();
     if let Some(func) = &a.func {
-        let found = locate(&profile, &filter, func, a.samples.image.as_deref())?;
-        let samples = profile.image_samples(&found.row, &filter)?;
-        let lines = SourceLines::open(&found.image.path, found.image.data());
-        let code = FunctionCode::load(
-            &found.image,
-            &samples,
-            &found.function,
-            syntax,
-            Some(&lines),
-        )?;
+        let (found, samples, code) = a.samples.load_function(&profile, func)?;
         let rep = analyze_with_callers(&found.image, &samples, &code, &machine, syntax);
         match a.format {
             Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),

@@ -5,11 +5,8 @@ use super::Format;
 use anyhow::Context;
 use clap::Args;
 use dcpi_analyze::culprits::{explain, render};
-use dcpi_analyze::function_code::FunctionCode;
-use dcpi_analyze::function_lookup::locate;
 use dcpi_analyze::image::parse_address;
 use dcpi_analyze::image_cpi::analyze_with_callers;
-use dcpi_analyze::source_lines::SourceLines;
 
 #[derive(Args, Debug)]
 pub struct CulpritsArgs {
@@ -34,18 +31,8 @@ pub fn run(a: CulpritsArgs) -> anyhow::Result<i32> {
     let addr =
         parse_address(&text).with_context(|| format!("'{}' is not a hex address", a.insn))?;
     let profile = a.samples.open()?;
-    let filter = a.samples.filter();
     let machine = machine_for(a.cpu.as_deref(), &profile)?;
-    let found = locate(&profile, &filter, &text, a.samples.image.as_deref())?;
-    let samples = profile.image_samples(&found.row, &filter)?;
-    let lines = SourceLines::open(&found.image.path, found.image.data());
-    let code = FunctionCode::load(
-        &found.image,
-        &samples,
-        &found.function,
-        a.samples.syntax(),
-        Some(&lines),
-    )?;
+    let (found, samples, code) = a.samples.load_function(&profile, &text)?;
     let rep = analyze_with_callers(&found.image, &samples, &code, &machine, a.samples.syntax());
     let c = explain(&code, &rep, addr)?;
     match a.format {

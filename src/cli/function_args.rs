@@ -4,7 +4,10 @@
 use clap::{Args, ValueEnum};
 use dcpi_analyze::disasm::Syntax;
 use dcpi_analyze::frequency::Confidence;
-use dcpi_analyze::samples::{Profile, SampleFilter};
+use dcpi_analyze::function_code::FunctionCode;
+use dcpi_analyze::function_lookup::{locate, Located};
+use dcpi_analyze::samples::{ImageSamples, Profile, SampleFilter};
+use dcpi_analyze::source_lines::SourceLines;
 use dcpi_models::machine::Machine;
 use std::path::PathBuf;
 
@@ -52,6 +55,27 @@ impl SampleArgs {
         } else {
             Syntax::Att
         }
+    }
+
+    /// The function `query` names (name or address) with its samples and
+    /// source lines, as the instruction-level views read it.
+    pub fn load_function(
+        &self,
+        profile: &Profile,
+        query: &str,
+    ) -> anyhow::Result<(Located, ImageSamples, FunctionCode)> {
+        let filter = self.filter();
+        let found = locate(profile, &filter, query, self.image.as_deref())?;
+        let samples = profile.image_samples(&found.row, &filter)?;
+        let lines = SourceLines::open(&found.image.path, found.image.data());
+        let code = FunctionCode::load(
+            &found.image,
+            &samples,
+            &found.function,
+            self.syntax(),
+            Some(&lines),
+        )?;
+        Ok((found, samples, code))
     }
 
     pub fn open(&self) -> anyhow::Result<Profile> {

@@ -3,9 +3,6 @@
 use super::function_args::SampleArgs;
 use super::Format;
 use clap::Args;
-use dcpi_analyze::function_code::FunctionCode;
-use dcpi_analyze::function_lookup::locate;
-use dcpi_analyze::source_lines::SourceLines;
 use dcpi_analyze::views::list_text;
 
 #[derive(Args, Debug)]
@@ -21,17 +18,7 @@ pub struct ListArgs {
 
 pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     let profile = a.samples.open()?;
-    let filter = a.samples.filter();
-    let found = locate(&profile, &filter, &a.func, a.samples.image.as_deref())?;
-    let samples = profile.image_samples(&found.row, &filter)?;
-    let lines = SourceLines::open(&found.image.path, found.image.data());
-    let code = FunctionCode::load(
-        &found.image,
-        &samples,
-        &found.function,
-        a.samples.syntax(),
-        Some(&lines),
-    )?;
+    let (_, _, code) = a.samples.load_function(&profile, &a.func)?;
     let l = list_text::listing(&code);
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&l)?),
