@@ -337,6 +337,7 @@ fn charge_responsible(
                 .any(|e| unsure(cfg.blocks[e.from].insns.end - 1))
         })
         .collect();
+    let padding: Vec<bool> = (0..cfg.blocks.len()).map(|b| cfg.is_padding(b)).collect();
     let mut give = |to: usize, s: f64, c: f64| -> usize {
         let to = if fused[to] { to - 1 } else { to };
         charged[to] += s;
@@ -363,7 +364,7 @@ fn charge_responsible(
         let preds: Vec<usize> = cfg
             .predecessors(b)
             .map(|e| e.from)
-            .filter(|&p| !cfg.is_padding(p))
+            .filter(|&p| !padding[p])
             .collect();
         let weights: Vec<f64> = preds.iter().map(|&p| freq.map_or(1.0, |f| f[p])).collect();
         let total: f64 = weights.iter().sum();
@@ -571,13 +572,7 @@ pub fn analyze_function_called(
                 source: code.lines[i]
                     .as_ref()
                     .map(|(f, l)| format!("{}:{l}", f.rsplit('/').next().unwrap_or(f))),
-                samples: code
-                    .events
-                    .iter()
-                    .zip(&code.counts[i])
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(e, n)| (e.name.clone(), *n))
-                    .collect(),
+                samples: code.samples_by_event(i),
                 charged_samples: charged[i],
                 freq: f,
                 freq_upper_bound: bound,

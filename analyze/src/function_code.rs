@@ -150,6 +150,16 @@ impl FunctionCode {
     }
 
     /// Samples of the time event at instruction `i`.
+    /// Samples of instruction `i` per event name, events without any left out.
+    pub fn samples_by_event(&self, i: usize) -> std::collections::BTreeMap<String, u64> {
+        self.events
+            .iter()
+            .zip(&self.counts[i])
+            .filter(|(_, n)| **n > 0)
+            .map(|(e, n)| (e.name.clone(), *n))
+            .collect()
+    }
+
     pub fn time_samples(&self, i: usize) -> u64 {
         self.time_event.map_or(0, |t| self.counts[i][t])
     }

@@ -40,13 +40,7 @@ pub fn listing(code: &FunctionCode) -> Listing {
                 block: b,
                 block_start: i == blk.insns.start,
                 instruction: cfg.insns[i].text.clone(),
-                samples: code
-                    .events
-                    .iter()
-                    .zip(&code.counts[i])
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(e, n)| (e.name.clone(), *n))
-                    .collect(),
+                samples: code.samples_by_event(i),
                 source: code.lines[i].as_ref().map(|(f, l)| format!("{f}:{l}")),
             });
         }
