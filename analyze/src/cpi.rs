@@ -310,6 +310,32 @@ fn fused_branches(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
     out
 }
 
+/// How much of its share of a block's first samples a predecessor ending in
+/// an instruction done at rename keeps: the oldest unretired instruction is
+/// one the pipeline waits on, which such an instruction is only while the
+/// front end starves (an outer loop's nop before an inner loop's header
+/// took half of the header's samples and ran as often as the inner loop).
+const INSTANT_WEIGHT: f64 = 0.05;
+
+/// Per instruction: done at rename, nothing to wait for (a nop, a zeroing
+/// idiom, an eliminated move, a direct jump).
+fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
+    let mut info = iced_x86::InstructionInfoFactory::new();
+    code.cfg
+        .insns
+        .iter()
+        .map(|d| {
+            if crate::disasm::is_bad(d) {
+                return false;
+            }
+            let s = shape(&d.instr, &mut info);
+            (s.class == "nop" && s.load.is_none() && s.store.is_none())
+                || s.zero_idiom
+                || (s.movable && machine.move_elimination)
+        })
+        .collect()
+}
+
 /// The skid correction: each instruction is charged the samples (and
 /// cycles) that landed on the next one; a fused branch passes its charge to
 /// its compare; a block's first samples go to its predecessors' last
@@ -318,6 +344,7 @@ fn charge_responsible(
     code: &FunctionCode,
     block_of: &[usize],
     fused: &[bool],
+    instant: &[bool],
     freq: Option<&[f64]>,
 ) -> Charges {
     let cfg = &code.cfg;
@@ -337,6 +364,14 @@ fn charge_responsible(
                 .any(|e| unsure(cfg.blocks[e.from].insns.end - 1))
         })
         .collect();
+    // A mispredict's refetch lands one past the branch target
+    // (datasets/skid): samples charged to a target (a block's first
+    // instruction after a conditional or indirect branch) from the
+    // instruction executed after it may be the branch's, not the target's.
+    let refetch_landing = |to: usize| {
+        let b = block_of[to];
+        to == cfg.blocks[b].insns.start && after_unsure_branch[b]
+    };
     let padding: Vec<bool> = (0..cfg.blocks.len()).map(|b| cfg.is_padding(b)).collect();
     let mut give = |to: usize, s: f64, c: f64| -> usize {
         let to = if fused[to] { to - 1 } else { to };
@@ -353,10 +388,7 @@ fn charge_responsible(
         let b = block_of[i];
         if i > cfg.blocks[b].insns.start {
             let to = give(i - 1, s, cyc);
-            // A mispredict's refetch lands one past the branch target
-            // (datasets/skid): after a conditional or indirect branch these
-            // samples may be the branch's, not this instruction's.
-            if i == cfg.blocks[b].insns.start + 1 && after_unsure_branch[b] {
+            if refetch_landing(i - 1) {
                 external[to] += s;
             }
             continue;
@@ -366,10 +398,23 @@ fn charge_responsible(
             .map(|e| e.from)
             .filter(|&p| !padding[p])
             .collect();
-        let weights: Vec<f64> = preds.iter().map(|&p| freq.map_or(1.0, |f| f[p])).collect();
-        let total: f64 = weights.iter().sum();
-        let own_entry = freq.map_or(0.0, |f| (f[b] - total).max(0.0));
-        let whole = total + own_entry;
+        let runs: Vec<f64> = preds.iter().map(|&p| freq.map_or(1.0, |f| f[p])).collect();
+        let own_entry = freq.map_or(0.0, |f| (f[b] - runs.iter().sum::<f64>()).max(0.0));
+        // The pipeline hardly waits on an instruction done at rename.
+        let weights: Vec<f64> = preds
+            .iter()
+            .zip(&runs)
+            .map(|(&p, r)| {
+                let last = cfg.blocks[p].insns.end - 1;
+                let last = if fused[last] { last - 1 } else { last };
+                if instant[last] {
+                    r * INSTANT_WEIGHT
+                } else {
+                    *r
+                }
+            })
+            .collect();
+        let whole = weights.iter().sum::<f64>() + own_entry;
         if preds.is_empty() || whole <= 0.0 {
             give(i, s, cyc);
             // Caused before the function was entered (the caller's call).
@@ -381,8 +426,9 @@ fn charge_responsible(
             let to = give(last, s * w / whole, cyc * w / whole);
             // After a conditional or indirect branch these samples may be a
             // mispredict's refetch (DCPI's rule): charged to the branch for
-            // the views, left out of the frequency estimate.
-            if unsure(last) {
+            // the views, left out of the frequency estimate. So may those
+            // one past a one-instruction branch target.
+            if unsure(last) || refetch_landing(last) {
                 external[to] += s * w / whole;
             }
         }
@@ -487,6 +533,7 @@ pub fn analyze_function_called(
         v
     };
     let fused = fused_branches(code, machine);
+    let instant = done_at_rename(code, machine);
     let seen = observable(code);
     // Loads that can miss: memory reads not from the stack (which stays in L1).
     let loads: Vec<bool> = cfg
@@ -533,14 +580,26 @@ pub fn analyze_function_called(
     // Pass 1 on the samples where they landed; pass 2 on the samples charged
     // to the instructions responsible (which needs pass 1's frequencies to
     // split a block's first samples between its predecessors).
-    let first_pass = charge_responsible(code, &block_of, &fused, None);
+    let first_pass = charge_responsible(code, &block_of, &fused, &instant, None);
     let landed = observe(&first_pass);
     let mut freqs = cps.map(|c| estimate(cfg, &landed, c, calls));
-    let mut ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
+    let mut ch = charge_responsible(
+        code,
+        &block_of,
+        &fused,
+        &instant,
+        freqs.as_ref().map(|f| &f.freq[..]),
+    );
     if let Some(c) = cps {
         let obs = observe(&ch);
         freqs = Some(estimate(cfg, &obs, c, calls));
-        ch = charge_responsible(code, &block_of, &fused, freqs.as_ref().map(|f| &f.freq[..]));
+        ch = charge_responsible(
+            code,
+            &block_of,
+            &fused,
+            &instant,
+            freqs.as_ref().map(|f| &f.freq[..]),
+        );
     }
     let obs = observe(&ch);
     let (charged, charged_cycles) = (ch.samples, ch.cycles);
