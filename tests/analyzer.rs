@@ -447,8 +447,6 @@ fn whatcg_and_topstalls_on_recorded_profiles() {
 
 /// Known answer (datasets/workloads/culprits.c): a chain of dependent
 /// divides stalls on the loop-carried dependency through the divider.
-/// (The file's other known answers — pointer chase, random vs sorted
-/// branch, store forwarding — do not come out right yet; see BENCHMARKS.md.)
 #[test]
 fn divide_chain_culprit() {
     let (ok, out, err) = recorded(
@@ -481,6 +479,34 @@ fn divide_chain_culprit() {
             .contains("loop-carried"),
         "{c}"
     );
+}
+
+/// Known answer: the same loop over random bytes mispredicts its
+/// data-dependent branch; over sorted bytes it does not. Without a PMU the
+/// evidence is where the samples land: one past the branch's targets (the
+/// refetch) for random bytes, after the byte load for sorted ones. whatcg
+/// leads with mispredict for the first and not for the second, and the
+/// hottest stalled instruction of branch_random has mispredict first.
+#[test]
+fn random_branch_mispredicts_sorted_does_not() {
+    let leading = |func: &str| {
+        let (ok, out, err) = recorded("whatcg", "culprits", &["--func", func, "--format", "json"]);
+        assert!(ok, "{err}");
+        let w: Value = serde_json::from_str(&out).unwrap();
+        w["leading"].as_str().unwrap().to_string()
+    };
+    assert_eq!(leading("branch_random"), "mispredict");
+    assert_ne!(leading("branch_sorted"), "mispredict");
+    let (ok, out, err) = recorded("topstalls", "culprits", &["-n", "0", "--format", "json"]);
+    assert!(ok, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    let hottest = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["function"] == "branch_random")
+        .unwrap();
+    assert_eq!(hottest["culprits"][0][0], "mispredict", "{hottest}");
 }
 
 /// Known answer: a random pointer chase over 64 MiB stalls on D-cache/DTLB

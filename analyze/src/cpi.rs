@@ -44,6 +44,9 @@ pub struct InsnRow {
     pub samples: BTreeMap<String, u64>,
     /// Time-event samples charged to this instruction after the skid correction.
     pub charged_samples: f64,
+    /// The part of `charged_samples` that may be a mispredict's refetch
+    /// (landed just after a conditional or indirect branch).
+    pub refetch_samples: f64,
     /// Estimated executions.
     pub freq: Option<f64>,
     /// `freq` is only a bound from above: every sample of the block's class
@@ -352,6 +355,7 @@ fn charge_responsible(
     let mut charged = vec![0.0f64; ni];
     let mut cycles = vec![0.0f64; ni];
     let mut external = vec![0.0f64; ni];
+    let mut refetch = vec![0.0f64; ni];
     let unsure = |last: usize| {
         matches!(
             cfg.insns[last].instr.flow_control(),
@@ -390,6 +394,7 @@ fn charge_responsible(
             let to = give(i - 1, s, cyc);
             if refetch_landing(i - 1) {
                 external[to] += s;
+                refetch[to] += s;
             }
             continue;
         }
@@ -430,6 +435,7 @@ fn charge_responsible(
             // one past a one-instruction branch target.
             if unsure(last) || refetch_landing(last) {
                 external[to] += s * w / whole;
+                refetch[to] += s * w / whole;
             }
         }
         if own_entry > 0.0 {
@@ -441,15 +447,19 @@ fn charge_responsible(
         samples: charged,
         cycles,
         external,
+        refetch,
     }
 }
 
 /// Samples and cycles charged to each instruction; `external` is the part
-/// caused outside the function (samples on its entry after a call).
+/// that says nothing of its frequency: caused outside the function (samples
+/// on its entry after a call) or possibly a mispredict's refetch.
 struct Charges {
     samples: Vec<f64>,
     cycles: Vec<f64>,
     external: Vec<f64>,
+    /// The part of `external` that may be a mispredict's refetch.
+    refetch: Vec<f64>,
 }
 
 /// Whether the samples an instruction causes land inside the function, so
@@ -602,7 +612,7 @@ pub fn analyze_function_called(
         );
     }
     let obs = observe(&ch);
-    let (charged, charged_cycles) = (ch.samples, ch.cycles);
+    let (charged, charged_cycles, refetch) = (ch.samples, ch.cycles, ch.refetch);
 
     let width = machine.dispatch_width.max(1) as f64;
     let mut instructions = Vec::with_capacity(ni);
@@ -633,6 +643,7 @@ pub fn analyze_function_called(
                     .map(|(f, l)| format!("{}:{l}", f.rsplit('/').next().unwrap_or(f))),
                 samples: code.samples_by_event(i),
                 charged_samples: charged[i],
+                refetch_samples: refetch[i],
                 freq: f,
                 freq_upper_bound: bound,
                 confidence: conf,

@@ -6,7 +6,9 @@
 //! - D-cache / DTLB miss: it reads memory, or an input comes from a load
 //!   earlier in its block (named);
 //! - branch mispredict: it is a conditional or indirect branch (or the
-//!   compare fused with one) — samples after one are charged to it;
+//!   compare fused with one), or the first instruction on a path out of
+//!   one (the refetch after a mispredict starts there: DCPI's rule); not a
+//!   loop's back edge (predicted but at the exit, whose path keeps it);
 //! - I-cache / ITLB miss: the next instruction starts a fetch block (new
 //!   64-byte line) or is a taken-branch target;
 //! - store buffer / memory ordering: it writes memory, is a fence or locked;
@@ -361,17 +363,32 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
     let fused_next = i + 1 < cfg.insns.len()
         && is_branch(i + 1)
         && cfg.block_at(cfg.insns[i + 1].addr) == cfg.block_at(d.addr);
-    if is_branch(i) || fused_next {
+    let branch_at = if fused_next { i + 1 } else { i };
+    if (is_branch(i) || fused_next) && is_loop_latch(code, branch_at) {
+        ruled_out.push(RuledOut {
+            code: "mispredict".into(),
+            why: "a loop's back-edge branch: predicted but at the loop's exit".into(),
+        });
+    } else if is_branch(i) || fused_next {
         candidates.push((
             "mispredict".into(),
             "branch mispredict".into(),
             "a conditional or indirect branch: the refetch after a mispredict lands on its target"
                 .into(),
         ));
+    } else if let Some(j) = branch_into(code, i) {
+        candidates.push((
+            "mispredict".into(),
+            "branch mispredict".into(),
+            format!(
+                "it starts a path out of the branch `{}` at {:#x}: after a mispredict the refetch starts here and its samples land one past it",
+                cfg.insns[j].text, cfg.insns[j].addr
+            ),
+        ));
     } else {
         ruled_out.push(RuledOut {
             code: "mispredict".into(),
-            why: "not a conditional or indirect branch".into(),
+            why: "not a conditional or indirect branch, nor the first instruction after one".into(),
         });
     }
     let next_addr = d.addr + d.instr.len() as u64;
@@ -470,6 +487,18 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             }
         }
     }
+    // Samples that landed where a mispredict's refetch lands make it the
+    // likelier candidate when they are most of the charge.
+    if let Some(k) = candidates.iter().position(|c| c.0 == "mispredict") {
+        if row.refetch_samples > 0.5 * row.charged_samples {
+            let mut c = candidates.remove(k);
+            c.2.push_str(&format!(
+                "; {:.0} of its {:.0} samples landed where a refetch lands",
+                row.refetch_samples, row.charged_samples
+            ));
+            candidates.insert(0, c);
+        }
+    }
     // Below an upper-bound frequency the rules' candidates apply even when
     // the bound leaves no excess.
     if dynamic > 0.0 || row.freq_upper_bound {
@@ -518,7 +547,9 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
         let dynamic_candidates = culprits.iter().filter(|c| c.kind == "dynamic").count();
         for c in &mut culprits {
             if c.kind == "static" {
-                c.share = [0.0, c.cycles[1] / cpi];
+                // At most all of them (a block's samples may sit on its
+                // neighbour, leaving this one below its best case).
+                c.share = [0.0, (c.cycles[1] / cpi).min(1.0)];
             } else {
                 let lo = if dynamic_candidates == 1 {
                     dynamic / cpi
@@ -534,13 +565,17 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
     // Skid: where the charged samples landed.
     let mut landed_at = Vec::new();
     if let Some(t) = code.time_event {
-        if i + 1 < cfg.insns.len() && cfg.block_at(next_addr) == cfg.block_at(d.addr) {
-            landed_at.push((format!("{next_addr:#x}"), code.counts[i + 1][t] as f64));
+        // A compare fused with its branch is charged what lands after the branch.
+        let src = if fused_next { i + 1 } else { i };
+        let src_addr = cfg.insns[src].addr;
+        let after = src_addr + cfg.insns[src].instr.len() as u64;
+        if src + 1 < cfg.insns.len() && cfg.block_at(after) == cfg.block_at(src_addr) {
+            landed_at.push((format!("{after:#x}"), code.counts[src + 1][t] as f64));
         } else {
             for e in cfg
                 .edges
                 .iter()
-                .filter(|e| Some(e.from) == cfg.block_at(d.addr))
+                .filter(|e| Some(e.from) == cfg.block_at(src_addr))
             {
                 let first = cfg.blocks[e.to].insns.start;
                 landed_at.push((
@@ -654,4 +689,37 @@ pub fn render(r: &CulpritReport) -> String {
         let _ = writeln!(out, "{:>13}  ruled out {:<12} {}", "", o.code, o.why);
     }
     out
+}
+
+/// The conditional or indirect branch that instruction `i` is the first
+/// instruction after, on either of its paths (the first found). A loop's
+/// back edge does not count: it is predicted but at the loop's exit, which
+/// takes the other path.
+fn branch_into(code: &FunctionCode, i: usize) -> Option<usize> {
+    let cfg = &code.cfg;
+    let b = cfg.block_at(cfg.insns[i].addr)?;
+    if cfg.blocks[b].insns.start != i {
+        return None;
+    }
+    cfg.predecessors(b)
+        .filter(|e| !cfg.dominates(b, e.from))
+        .map(|e| cfg.blocks[e.from].insns.end - 1)
+        .find(|&last| {
+            matches!(
+                cfg.insns[last].instr.flow_control(),
+                FlowControl::ConditionalBranch | FlowControl::IndirectBranch
+            )
+        })
+}
+
+/// Whether instruction `k` is a conditional branch closing a loop (one of
+/// its edges goes back to a block dominating it).
+fn is_loop_latch(code: &FunctionCode, k: usize) -> bool {
+    let cfg = &code.cfg;
+    if cfg.insns[k].instr.flow_control() != FlowControl::ConditionalBranch {
+        return false;
+    }
+    cfg.block_at(cfg.insns[k].addr).is_some_and(|p| {
+        cfg.blocks[p].insns.end - 1 == k && cfg.successors(p).any(|e| cfg.dominates(e.to, p))
+    })
 }
