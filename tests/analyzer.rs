@@ -575,3 +575,38 @@ fn store_forwarding_failure_culprit() {
         "{c}"
     );
 }
+
+/// A report piped into a reader that stops early (`dcpi cpi ... | head`)
+/// ends quietly: no panic about a broken pipe.
+#[test]
+fn report_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    let mut child = dcpi()
+        .args(["cpi", "--all", "--db", "datasets/analyzer/kernels.db"])
+        // JSON: 150 KB, more than a pipe holds, so a write must fail.
+        .args([
+            "--symfs",
+            "datasets/analyzer",
+            "--image",
+            "kernels",
+            "--format",
+            "json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // stdout is closed here; the rest of the report meets a broken pipe.
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -10,7 +10,8 @@
 //!   one (the refetch after a mispredict starts there: DCPI's rule); not a
 //!   loop's back edge (predicted but at the exit, whose path keeps it);
 //! - I-cache / ITLB miss: the next instruction starts a fetch block (new
-//!   64-byte line) or is a taken-branch target;
+//!   64-byte line) or is a taken-branch target, or it is the function's
+//!   entry (samples on the entry are the caller's call waiting to fetch it);
 //! - store buffer / memory ordering: it writes memory, is a fence or locked;
 //! - divider busy: a divide or square root (data-dependent latency);
 //! - store-forwarding failure: an earlier store through the same address
@@ -403,11 +404,14 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             | FlowControl::Call
             | FlowControl::IndirectCall
     );
-    if next_addr / 64 != d.addr / 64 || (next_block_start && taken_target) {
+    let entry = d.addr == cfg.start;
+    if entry || next_addr / 64 != d.addr / 64 || (next_block_start && taken_target) {
         candidates.push((
             "icache".into(),
             "I-cache or ITLB miss".into(),
-            if next_addr / 64 != d.addr / 64 {
+            if entry {
+                "the function's entry: samples that land on it are its caller's call waiting for this line to be fetched (its next instruction's are its own)".into()
+            } else if next_addr / 64 != d.addr / 64 {
                 format!(
                     "the next instruction starts a new 64-byte fetch line ({:#x})",
                     next_addr & !63

@@ -79,6 +79,17 @@ pub enum Command {
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    if cli.command.only_reads() {
+        // A report piped into `head` ends quietly when the reader goes
+        // away, as other Unix tools do (Rust ignores SIGPIPE, so printing
+        // would panic). Commands that sample keep ignoring it: their
+        // samples must reach the database whatever happens to stdout.
+        // SAFETY: restoring a signal's default disposition at start-up,
+        // before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cli.command {
         Command::Collect(a) => collect::run(a),
         Command::Prof(a) => prof::run(a),
@@ -98,6 +109,25 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Topstalls(a) => stalls::run_topstalls(a),
         Command::Model(a) => model::run(a),
         Command::Calibrate(a) => calibrate::run(a),
+    }
+}
+
+impl Command {
+    /// Whether the command only reads (a report or a model): nothing is
+    /// lost if it dies with its reader.
+    fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            Command::Prof(_)
+                | Command::Report(_)
+                | Command::List(_)
+                | Command::Cpi(_)
+                | Command::Accuracy(_)
+                | Command::Culprits(_)
+                | Command::Whatcg(_)
+                | Command::Topstalls(_)
+                | Command::Model(_)
+        )
     }
 }
 
