@@ -610,3 +610,42 @@ fn report_into_a_closed_pipe_ends_quietly() {
     child.wait().unwrap();
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Known answer (datasets/workloads/icache.c): 4096 functions called in an
+/// order striding over 1 MiB of code miss the I-cache on nearly every
+/// call; the same calls to 4 functions do not. Samples pile up on the
+/// functions' entries (the calls wait for the lines), so whatcg leads with
+/// icache for the wide sweep (process icache#1), the hottest stalled
+/// instruction's first culprit is icache, and the narrow control
+/// (icache#2) has next to no I-cache stall.
+#[test]
+fn code_footprint_beyond_the_icache() {
+    let whatcg = |appid: &str| {
+        let (ok, out, err) = recorded("whatcg", "icache", &["--appid", appid, "--format", "json"]);
+        assert!(ok, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let icache_max = |w: &Value| {
+        w["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["code"] == "icache")
+            .map(|c| c["percent"][1].as_f64().unwrap())
+            .sum::<f64>()
+    };
+    let wide = whatcg("icache#1");
+    assert_eq!(wide["leading"], "icache", "{wide}");
+    assert!(icache_max(&wide) > 15.0, "{wide}");
+    let narrow = whatcg("icache#2");
+    assert_ne!(narrow["leading"], "icache", "{narrow}");
+    assert!(icache_max(&narrow) < 5.0, "{narrow}");
+    let (ok, out, err) = recorded(
+        "topstalls",
+        "icache",
+        &["--appid", "icache#1", "-n", "1", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let rows: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows[0]["culprits"][0][0], "icache", "{rows}");
+}

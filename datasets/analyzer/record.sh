@@ -30,3 +30,12 @@ TRUTH=no record culprits culprits.c 1
 record hashtab hashtab.c 600
 record codec codec.c 400
 record msort msort.c 200000 30
+# The I-cache known answer: the wide sweep and its narrow control as two
+# processes of one profile (appids icache#1 and icache#2), no callgrind.
+if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" icache "* ]]; then
+    gcc -O2 -g -o "$here/icache" "$root/datasets/workloads/icache.c"
+    rm -f "$here/icache.db"*
+    "$dcpi" collect -F 20000 -o "$here/icache.db" -- \
+        sh -c "'$here/icache' 7 && '$here/icache' 21 narrow" >/dev/null
+    echo "recorded icache: $(du -h "$here/icache.db" | cut -f1) profile"
+fi
