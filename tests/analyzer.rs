@@ -649,3 +649,74 @@ fn code_footprint_beyond_the_icache() {
     let rows: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(rows[0]["culprits"][0][0], "icache", "{rows}");
 }
+
+/// Extra sampled events confirm or rule out a dynamic candidate. No PMU
+/// here, so the profile is the recorded culprits one with a synthetic
+/// `branch-misses` event added: samples one past branch_random's taken
+/// target (where a refetch lands), none in branch_sorted. The target's
+/// mispredict candidate is confirmed; branch_sorted's is ruled out.
+#[test]
+fn extra_events_confirm_or_rule_out_culprits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("culprits.db");
+    std::fs::copy(data().join("culprits.db"), &db).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO events (id, run_id, position, requested, used, type, config, precise, unit, period, samples, total_period)
+             VALUES (2, 1, 1, 'branch-misses', 'branch-misses', 0, 5, 0, 'events', 10000, 300, 3000000);
+         INSERT INTO counts (epoch_id, process_id, image_id, offset, event_id, count)
+             SELECT epoch_id, process_id, image_id, offset, 2, 300 FROM counts
+             WHERE event_id = 1 AND image_id = 1 AND offset = 0x13ae LIMIT 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let culprits = |addr: &str| {
+        let db = db.to_str().unwrap();
+        let (ok, out, err) = run(&[
+            "culprits",
+            "--db",
+            db,
+            "--symfs",
+            "datasets/analyzer",
+            "--image",
+            "culprits",
+            "--insn",
+            addr,
+            "--format",
+            "json",
+        ]);
+        assert!(ok, "{err}");
+        serde_json::from_str::<Value>(&out).unwrap()
+    };
+    let target = address_of("culprits", "branch_random", |t| {
+        t.starts_with("add $1,%rax")
+    });
+    let c = culprits(&target);
+    let mispredict = c["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["code"] == "mispredict")
+        .unwrap_or_else(|| panic!("{c}"));
+    assert!(
+        mispredict["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("confirmed by 300 branch-misses"),
+        "{c}"
+    );
+    let sorted_test = address_of("culprits", "branch_sorted", |t| t.starts_with("test "));
+    let c = culprits(&sorted_test);
+    assert!(
+        c["ruled_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "mispredict"
+                && r["why"]
+                    .as_str()
+                    .unwrap()
+                    .contains("branch-misses was sampled")),
+        "{c}"
+    );
+}
