@@ -445,40 +445,39 @@ fn whatcg_and_topstalls_on_recorded_profiles() {
     assert!(!rows[0]["culprits"].as_array().unwrap().is_empty());
 }
 
-/// Known answer (datasets/workloads/culprits.c): a chain of dependent
-/// divides stalls on the loop-carried dependency through the divider.
+/// Known answers (datasets/workloads/culprits.c): chains of dependent
+/// divides and of dependent multiplies stall on the loop-carried
+/// dependency through the divider / the multiplier.
 #[test]
-fn divide_chain_culprit() {
-    let (ok, out, err) = recorded(
-        "whatcg",
-        "culprits",
-        &["--func", "divchain", "--format", "json"],
-    );
-    assert!(ok, "{err}");
-    let w: Value = serde_json::from_str(&out).unwrap();
-    let top = w["categories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .max_by(|a, b| {
-            a["percent"][0]
-                .as_f64()
-                .unwrap()
-                .total_cmp(&b["percent"][0].as_f64().unwrap())
-        })
-        .unwrap();
-    assert_eq!(top["code"], "dep", "{w}");
-    assert!(top["percent"][0].as_f64().unwrap() > 50.0, "{w}");
-    let div = address_of("culprits", "divchain", |t| t.starts_with("div "));
-    let c = culprits_json("culprits", &div);
-    assert_eq!(c["culprits"][0]["code"], "dep", "{c}");
-    assert!(
-        c["culprits"][0]["name"]
-            .as_str()
+fn divide_and_multiply_chain_culprits() {
+    for (func, mnemonic) in [("divchain", "div "), ("mulchain", "imul ")] {
+        let (ok, out, err) = recorded("whatcg", "culprits", &["--func", func, "--format", "json"]);
+        assert!(ok, "{err}");
+        let w: Value = serde_json::from_str(&out).unwrap();
+        let top = w["categories"]
+            .as_array()
             .unwrap()
-            .contains("loop-carried"),
-        "{c}"
-    );
+            .iter()
+            .max_by(|a, b| {
+                a["percent"][0]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["percent"][0].as_f64().unwrap())
+            })
+            .unwrap();
+        assert_eq!(top["code"], "dep", "{func}: {w}");
+        assert!(top["percent"][0].as_f64().unwrap() > 50.0, "{func}: {w}");
+        let insn = address_of("culprits", func, |t| t.starts_with(mnemonic));
+        let c = culprits_json("culprits", &insn);
+        assert_eq!(c["culprits"][0]["code"], "dep", "{func}: {c}");
+        assert!(
+            c["culprits"][0]["name"]
+                .as_str()
+                .unwrap()
+                .contains("loop-carried"),
+            "{func}: {c}"
+        );
+    }
 }
 
 /// Known answer: the same loop over random bytes mispredicts its
@@ -660,14 +659,19 @@ fn extra_events_confirm_or_rule_out_culprits() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("culprits.db");
     std::fs::copy(data().join("culprits.db"), &db).unwrap();
+    // One past the taken target `add $1,%rax`: the compare after it.
+    let landing = address_of("culprits", "branch_random", |t| {
+        t.starts_with("cmp %rsi,%rax")
+    });
+    let landing = u64::from_str_radix(landing.trim_start_matches("0x"), 16).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch(
+    conn.execute_batch(&format!(
         "INSERT INTO events (id, run_id, position, requested, used, type, config, precise, unit, period, samples, total_period)
              VALUES (2, 1, 1, 'branch-misses', 'branch-misses', 0, 5, 0, 'events', 10000, 300, 3000000);
          INSERT INTO counts (epoch_id, process_id, image_id, offset, event_id, count)
              SELECT epoch_id, process_id, image_id, offset, 2, 300 FROM counts
-             WHERE event_id = 1 AND image_id = 1 AND offset = 0x13ae LIMIT 1;",
-    )
+             WHERE event_id = 1 AND image_id = 1 AND offset = {landing} LIMIT 1;"
+    ))
     .unwrap();
     drop(conn);
     let culprits = |addr: &str| {

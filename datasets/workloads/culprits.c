@@ -4,6 +4,8 @@
  *   branch_random  a data-dependent branch on random bytes: mispredicts
  *   branch_sorted  the same loop on sorted bytes: predicted
  *   divchain       dependent 64-bit divides: the divider
+ *   mulchain       dependent 64-bit multiplies: the chain through imul
+ *                  (3 cycles each, pipelined: a dependency, not a busy unit)
  *   forward        a 4-byte store, then an 8-byte load of the same place: the
  *                  load is not contained in the store, forwarding fails and it
  *                  waits for the store to commit (~12 cycles here; a plain
@@ -55,6 +57,14 @@ __attribute__((noinline)) unsigned long divchain(unsigned long x, unsigned long 
     return x;
 }
 
+/* The multiplier comes from the caller so gcc keeps the imul. */
+__attribute__((noinline)) unsigned long mulchain(unsigned long x, unsigned long m, long steps)
+{
+    for (long i = 0; i < steps; i++)
+        x = x * m;
+    return x;
+}
+
 union pair {
     long whole;
     int half[2];
@@ -101,6 +111,7 @@ int main(int argc, char **argv)
     r += branch_random(rnd, BYTES, 600 * scale);
     r += branch_sorted(sorted, BYTES, 600 * scale);
     r += divchain(r, 3 + (argc > 2), 8000000 * scale);
+    r += mulchain(r | 1, 0x9e3779b97f4a7c15UL + (argc > 2), 60000000 * scale);
     union pair pair = {0};
     r += forward(&pair, 40000000 * scale);
     printf("%ld\n", r);
