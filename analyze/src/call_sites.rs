@@ -18,9 +18,14 @@
 //! not exported (other images could call it). Stray byte patterns that
 //! happen to point at a function only cost the hint, never a wrong one.
 //!
+//! The other direction too: when every call to a function comes from one
+//! block of one caller, that block runs as often as the function is
+//! entered divided by its call sites there, and the callee's own samples
+//! estimate that ([`single_block_callees`]).
+//!
 //! Limits: one level (callers' own frequencies come from their samples,
-//! not from their callers); calls from other images through the PLT are
-//! ruled out by the export check only.
+//! not from their callers, and callees' from theirs); calls from other
+//! images through the PLT are ruled out by the export check only.
 
 use crate::cfg::Exit;
 use crate::elf_symbols::FunctionRange;
@@ -157,4 +162,43 @@ pub fn calls_into(
         return None;
     }
     Some((sum, var.sqrt()))
+}
+
+/// Callees of `code` whose every reference is a direct call (or tail jump)
+/// from one block of `code`: (callee start, block, call sites in it).
+pub fn single_block_callees(code: &FunctionCode, refs: &References) -> Vec<(u64, usize, usize)> {
+    let mut sites: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (b, blk) in code.cfg.blocks.iter().enumerate() {
+        for t in blk.calls.iter().flatten() {
+            sites.entry(*t).or_default().push(b);
+        }
+        if let Some(Exit::TailCall(t)) = blk.exit {
+            sites.entry(t).or_default().push(b);
+        }
+    }
+    let mut out: Vec<(u64, usize, usize)> = sites
+        .into_iter()
+        .filter(|(t, blocks)| {
+            !refs.exported.contains(t)
+                && *t != code.function.start
+                && blocks.iter().all(|b| *b == blocks[0])
+                && blocks.len() == refs.count(*t)
+        })
+        .map(|(t, blocks)| (t, blocks[0], blocks.len()))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// How often a function is entered by its own samples alone: its entry
+/// block's class estimate (frequency, standard error), when the class has
+/// samples, is not only an upper bound and is at least medium confidence.
+pub fn own_entry_estimate(rep: &crate::cpi::CpiReport) -> Option<(f64, f64)> {
+    let entry = rep.blocks.first()?;
+    let e = rep
+        .class_estimates
+        .iter()
+        .find(|e| e.class == entry.class)?;
+    (e.samples > 0.0 && !e.upper_bound && e.confidence >= Confidence::Medium)
+        .then_some((e.freq, e.standard_error))
 }

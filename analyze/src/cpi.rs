@@ -21,7 +21,7 @@
 //!   CPI − best case (negative values, "gain", stay visible).
 
 use crate::cfg::Exit;
-use crate::frequency::{estimate, BlockObservation, ClassEstimate, Confidence};
+use crate::frequency::{estimate, BlockObservation, CallHints, ClassEstimate, Confidence};
 use crate::function_code::FunctionCode;
 use dcpi_models::classify::shape;
 use dcpi_models::critical_path::critical_path;
@@ -494,15 +494,15 @@ fn observable(code: &FunctionCode) -> Vec<bool> {
 
 /// The CPI analysis of a function on its own samples.
 pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
-    analyze_function_called(code, machine, None)
+    analyze_function_called(code, machine, &CallHints::default())
 }
 
-/// The CPI analysis of a function whose callers say how often they call it
-/// (frequency, standard error; see [`crate::call_sites`]).
+/// The CPI analysis of a function with what its callers and callees say
+/// about its frequencies (see [`crate::call_sites`]).
 pub fn analyze_function_called(
     code: &FunctionCode,
     machine: &Machine,
-    calls: Option<(f64, f64)>,
+    hints: &CallHints,
 ) -> CpiReport {
     let cfg = &code.cfg;
     let nb = cfg.blocks.len();
@@ -592,7 +592,7 @@ pub fn analyze_function_called(
     // split a block's first samples between its predecessors).
     let first_pass = charge_responsible(code, &block_of, &fused, &instant, None);
     let landed = observe(&first_pass);
-    let mut freqs = cps.map(|c| estimate(cfg, &landed, c, calls));
+    let mut freqs = cps.map(|c| estimate(cfg, &landed, c, hints));
     let mut ch = charge_responsible(
         code,
         &block_of,
@@ -602,7 +602,7 @@ pub fn analyze_function_called(
     );
     if let Some(c) = cps {
         let obs = observe(&ch);
-        freqs = Some(estimate(cfg, &obs, c, calls));
+        freqs = Some(estimate(cfg, &obs, c, hints));
         ch = charge_responsible(
             code,
             &block_of,
@@ -737,6 +737,6 @@ pub fn analyze_function_called(
         class_estimates: freqs.map(|f| f.classes).unwrap_or_default(),
         instructions,
         warnings,
-        calls_from_callers: calls.map(|c| c.0),
+        calls_from_callers: hints.calls.map(|c| c.0),
     }
 }

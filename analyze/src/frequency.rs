@@ -97,6 +97,43 @@ pub struct Frequencies {
     pub classes: Vec<ClassEstimate>,
 }
 
+impl ClassEstimate {
+    /// A class known only from a callee's samples.
+    fn from_callee(class: usize, block: usize, f: f64, sd: f64) -> Self {
+        let rel = sd / f.max(1e-9);
+        ClassEstimate {
+            class,
+            freq: f,
+            relative_error: rel,
+            standard_error: sd,
+            confidence: Confidence::from_relative_error(rel),
+            blocks: vec![block],
+            samples: 0.0,
+            upper_bound: false,
+        }
+    }
+
+    /// Weighs in a callee's estimate by inverse variance. An upper bound
+    /// (every sample may be a stall) gives way to it when below, and so
+    /// does "no samples" (short blocks go unsampled however often they run).
+    fn combine_with(&mut self, f: f64, sd: f64) {
+        if self.upper_bound || self.samples <= 0.0 {
+            if self.upper_bound && f > self.freq * 1.25 {
+                return;
+            }
+            self.freq = f;
+            self.standard_error = sd;
+        } else {
+            let (w1, w2) = (self.standard_error.powi(-2), sd.powi(-2));
+            self.freq = (self.freq * w1 + f * w2) / (w1 + w2);
+            self.standard_error = (w1 + w2).sqrt().recip();
+        }
+        self.upper_bound = false;
+        self.relative_error = self.standard_error / self.freq.max(1e-9);
+        self.confidence = Confidence::from_relative_error(self.relative_error);
+    }
+}
+
 /// Poisson bounds (about two standard deviations) on a count.
 fn count_bounds(s: f64) -> (f64, f64) {
     let sd = (s + 1.0).sqrt();
@@ -176,21 +213,39 @@ pub fn estimate_class(
     })
 }
 
-/// Frequencies of every block of a function; `calls`, when known, is how
-/// often its callers call it (frequency, standard error).
+/// What a function's neighbours in the call graph say about its
+/// frequencies (see [`crate::call_sites`]).
+#[derive(Debug, Clone, Default)]
+pub struct CallHints {
+    /// How often its callers call it (frequency, standard error).
+    pub calls: Option<(f64, f64)>,
+    /// Per block: (block, frequency, standard error) from a callee whose
+    /// every call comes from that block, by the callee's own samples.
+    pub blocks: Vec<(usize, f64, f64)>,
+}
+
+/// Frequencies of every block of a function, with its neighbours' hints.
 pub fn estimate(
     cfg: &Cfg,
     obs: &[BlockObservation],
     cycles_per_sample: f64,
-    calls: Option<(f64, f64)>,
+    hints: &CallHints,
 ) -> Frequencies {
+    let calls = hints.calls;
     let n = cfg.blocks.len();
-    let classes: Vec<ClassEstimate> = cfg
+    let mut classes: Vec<ClassEstimate> = cfg
         .classes
         .iter()
         .enumerate()
         .filter_map(|(c, blocks)| estimate_class(c, blocks, obs, cycles_per_sample))
         .collect();
+    for &(b, f, sd) in &hints.blocks {
+        let class = cfg.class_of[b];
+        match classes.iter_mut().find(|e| e.class == class) {
+            Some(e) => e.combine_with(f, sd),
+            None => classes.push(ClassEstimate::from_callee(class, b, f, sd)),
+        }
+    }
     let mut estimates = vec![None; n];
     let mut confidence = vec![Confidence::Low; n];
     let mut bounded = vec![false; n];
@@ -289,6 +344,20 @@ mod tests {
         assert_eq!(e.blocks, vec![0, 1]);
         assert!((e.freq - 1000.0).abs() < 1.0, "{e:?}");
         assert_eq!(e.confidence, Confidence::High);
+    }
+
+    #[test]
+    fn a_callee_estimate_weighs_in_or_replaces_no_evidence() {
+        let mut e = estimate_class(0, &[0], &[obs(400.0, 2.0)], 2.0).unwrap();
+        let (f0, sd0) = (e.freq, e.standard_error);
+        e.combine_with(2.0 * f0, sd0);
+        assert!((e.freq - 1.5 * f0).abs() < 1e-6 * f0, "{e:?}");
+        assert!(e.standard_error < sd0);
+        // A sample-less class says nothing a callee's samples cannot overrule.
+        let mut z = estimate_class(0, &[0], &[obs(0.0, 8.0)], 2.0).unwrap();
+        z.combine_with(500.0, 50.0);
+        assert_eq!(z.freq, 500.0);
+        assert_eq!(z.confidence, Confidence::High);
     }
 
     #[test]

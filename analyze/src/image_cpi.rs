@@ -4,11 +4,13 @@
 //! with how often its callers call it where that is known
 //! ([`crate::call_sites`]), so `cpi --func` and `cpi --all` agree.
 
-use crate::call_sites::{calls_into, Caller, References, MAX_CALLERS};
+use crate::call_sites::{
+    calls_into, own_entry_estimate, single_block_callees, Caller, References, MAX_CALLERS,
+};
 use crate::cpi::{analyze_function, analyze_function_called, CpiReport};
 use crate::disasm::Syntax;
 use crate::error::Result;
-use crate::frequency::Confidence;
+use crate::frequency::{CallHints, Confidence};
 use crate::function_code::FunctionCode;
 use crate::function_lookup::{functions_with_samples, open_image};
 use crate::image::ElfImage;
@@ -101,15 +103,27 @@ pub fn analyze_image(
             calls_by(code, &callers, &refs)
         })
         .collect();
+    let hints: Vec<CallHints> = alone
+        .par_iter()
+        .zip(calls)
+        .map(|((code, _), calls)| CallHints {
+            calls,
+            blocks: callee_hints(code, &refs, |g| {
+                by_start
+                    .get(&g)
+                    .and_then(|&i| own_entry_estimate(&alone[i].1))
+            }),
+        })
+        .collect();
     let (code, reports): (Vec<FunctionCode>, Vec<CpiReport>) = alone
         .into_par_iter()
-        .zip(calls)
-        .map(|((code, rep), calls)| match calls {
-            Some(c) => {
-                let rep = analyze_function_called(&code, machine, Some(c));
-                (code, rep)
+        .zip(hints)
+        .map(|((code, rep), hints)| {
+            if hints.calls.is_none() && hints.blocks.is_empty() {
+                return (code, rep);
             }
-            None => (code, rep),
+            let rep = analyze_function_called(&code, machine, &hints);
+            (code, rep)
         })
         .unzip();
     Ok(ImageCpi {
@@ -117,6 +131,22 @@ pub fn analyze_image(
         code,
         failures,
     })
+}
+
+/// Block hints from the callees each called from one block of `code`
+/// only: the callee's own entry estimate over its call sites there.
+fn callee_hints(
+    code: &FunctionCode,
+    refs: &References,
+    entry_of: impl Fn(u64) -> Option<(f64, f64)>,
+) -> Vec<(usize, f64, f64)> {
+    single_block_callees(code, refs)
+        .into_iter()
+        .filter_map(|(g, b, n)| {
+            let (f, sd) = entry_of(g)?;
+            Some((b, f / n as f64, sd / n as f64))
+        })
+        .collect()
 }
 
 /// Start addresses of the functions whose bytes point at `func` with a
@@ -146,30 +176,51 @@ pub fn analyze_with_callers(
         return alone;
     }
     let refs = References::build(image);
-    let Some(starts) = caller_starts(image, &refs, code.function.start) else {
-        return alone;
-    };
     let sampled: std::collections::HashSet<u64> = functions_with_samples(image, samples)
         .into_iter()
         .map(|(f, _)| f.start)
         .collect();
+    let analyze_alone = |s: u64| {
+        let f = image.symbols.function_at(s)?;
+        let c = FunctionCode::load(image, samples, &f, syntax, None).ok()?;
+        let r = analyze_function(&c, machine);
+        Some((c, r))
+    };
+    let callees: Vec<(u64, Option<(f64, f64)>)> = single_block_callees(code, &refs)
+        .par_iter()
+        .filter(|(g, _, _)| sampled.contains(g))
+        .map(|&(g, _, _)| {
+            (
+                g,
+                analyze_alone(g).and_then(|(_, r)| own_entry_estimate(&r)),
+            )
+        })
+        .collect();
+    let blocks = callee_hints(code, &refs, |g| {
+        callees.iter().find(|(s, _)| *s == g).and_then(|(_, e)| *e)
+    });
+    let with_blocks = |calls: Option<(f64, f64)>| {
+        if calls.is_none() && blocks.is_empty() {
+            return alone.clone();
+        }
+        let hints = CallHints {
+            calls,
+            blocks: blocks.clone(),
+        };
+        analyze_function_called(code, machine, &hints)
+    };
+    let Some(starts) = caller_starts(image, &refs, code.function.start) else {
+        return with_blocks(None);
+    };
     let others: Vec<(FunctionCode, CpiReport)> = starts
         .par_iter()
         .filter(|&&s| sampled.contains(&s) && s != code.function.start)
-        .filter_map(|&s| {
-            let f = image.symbols.function_at(s)?;
-            let c = FunctionCode::load(image, samples, &f, syntax, None).ok()?;
-            let r = analyze_function(&c, machine);
-            Some((c, r))
-        })
+        .filter_map(|&s| analyze_alone(s))
         .collect();
     let mut callers: Vec<(&FunctionCode, &CpiReport)> =
         others.iter().map(|(c, r)| (c, r)).collect();
     if starts.contains(&code.function.start) {
         callers.push((code, &alone));
     }
-    match calls_by(code, &callers, &refs) {
-        Some(c) => analyze_function_called(code, machine, Some(c)),
-        None => alone,
-    }
+    with_blocks(calls_by(code, &callers, &refs))
 }
