@@ -136,11 +136,14 @@ fn calibrate_measures_the_host_and_writes_a_description() {
             .unwrap()
             .clone()
     };
-    // Latency-bound chains are robust to a busy sibling thread.
+    // Latency-bound chains are robust to a busy sibling thread, but not to
+    // the core clock moving between the ticks-per-cycle measurement and
+    // theirs (seen under load: alu 1.27): that scales both alike, so their
+    // ratio is the robust fact, the values themselves only roughly right.
     let alu = class("alu")["measured_latency"].as_f64().unwrap();
     let imul = class("imul")["measured_latency"].as_f64().unwrap();
-    assert!((alu - 1.0).abs() < 0.25, "{alu}");
-    assert!((imul - 3.0).abs() < 0.5, "{imul}");
+    assert!((0.6..1.6).contains(&alu), "{alu}");
+    assert!((imul / alu - 3.0).abs() < 0.5, "alu {alu}, imul {imul}");
     // The written description is usable by `dcpi model`.
     let m = model(&["--hex", "48 0f af c3", "--cpu", out_file.to_str().unwrap()]);
     assert!(m["machine"].as_str().unwrap().ends_with("-calibrated"));
