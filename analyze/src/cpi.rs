@@ -9,7 +9,9 @@
 //!   the one the pipeline waits on (datasets/skid), so each instruction is
 //!   charged the samples of the next one; samples on a block's first
 //!   instruction go back to its predecessors' last instructions in
-//!   proportion to their frequencies (to itself at the function's entry).
+//!   proportion to their frequencies (to itself at the function's entry),
+//!   a predecessor ending in an instruction done at rename (nop, zeroing
+//!   idiom, eliminated move) keeping only a twentieth of its share.
 //! - Mispredicts: after a conditional or indirect branch, samples on the
 //!   target and on the instruction after it may be the refetch (measured:
 //!   the refill lands one past the target). Those charges are kept for the
@@ -321,7 +323,9 @@ fn fused_branches(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
 const INSTANT_WEIGHT: f64 = 0.05;
 
 /// Per instruction: done at rename, nothing to wait for (a nop, a zeroing
-/// idiom, an eliminated move, a direct jump).
+/// idiom, an eliminated move). Direct jumps are left out although they wait
+/// for nothing either: weighing them down cost btree most of its accuracy
+/// (a jump's target is where a taken-branch fetch bubble shows).
 fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
     let mut info = iced_x86::InstructionInfoFactory::new();
     code.cfg
