@@ -360,12 +360,7 @@ fn charge_responsible(
     let mut cycles = vec![0.0f64; ni];
     let mut external = vec![0.0f64; ni];
     let mut refetch = vec![0.0f64; ni];
-    let unsure = |last: usize| {
-        matches!(
-            cfg.insns[last].instr.flow_control(),
-            iced_x86::FlowControl::ConditionalBranch | iced_x86::FlowControl::IndirectBranch
-        )
-    };
+    let unsure = |last: usize| crate::disasm::may_mispredict(&cfg.insns[last]);
     let after_unsure_branch: Vec<bool> = (0..cfg.blocks.len())
         .map(|b| {
             cfg.predecessors(b)

@@ -355,22 +355,18 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             why: "the bytes it loads were just stored: the line is in L1".into(),
         });
     }
-    let is_branch = |k: usize| {
-        matches!(
-            cfg.insns[k].instr.flow_control(),
-            FlowControl::ConditionalBranch | FlowControl::IndirectBranch
-        )
-    };
+    let is_branch = |k: usize| crate::disasm::may_mispredict(&cfg.insns[k]);
     let fused_next = i + 1 < cfg.insns.len()
         && is_branch(i + 1)
         && cfg.block_at(cfg.insns[i + 1].addr) == cfg.block_at(d.addr);
     let branch_at = if fused_next { i + 1 } else { i };
-    if (is_branch(i) || fused_next) && is_loop_latch(code, branch_at) {
+    let at_branch = is_branch(i) || fused_next;
+    if at_branch && is_loop_latch(code, branch_at) {
         ruled_out.push(RuledOut {
             code: "mispredict".into(),
             why: "a loop's back-edge branch: predicted but at the loop's exit".into(),
         });
-    } else if is_branch(i) || fused_next {
+    } else if at_branch {
         candidates.push((
             "mispredict".into(),
             "branch mispredict".into(),
@@ -708,12 +704,7 @@ fn branch_into(code: &FunctionCode, i: usize) -> Option<usize> {
     cfg.predecessors(b)
         .filter(|e| !cfg.dominates(b, e.from))
         .map(|e| cfg.blocks[e.from].insns.end - 1)
-        .find(|&last| {
-            matches!(
-                cfg.insns[last].instr.flow_control(),
-                FlowControl::ConditionalBranch | FlowControl::IndirectBranch
-            )
-        })
+        .find(|&last| crate::disasm::may_mispredict(&cfg.insns[last]))
 }
 
 /// Whether instruction `k` is a conditional branch closing a loop (one of

@@ -31,6 +31,15 @@ pub fn is_bad(d: &Decoded) -> bool {
     d.instr.code() == Code::INVALID
 }
 
+/// True for a branch the predictor can get wrong: conditional or indirect
+/// (the refetch after a mispredict lands one past its target).
+pub fn may_mispredict(d: &Decoded) -> bool {
+    matches!(
+        d.instr.flow_control(),
+        iced_x86::FlowControl::ConditionalBranch | iced_x86::FlowControl::IndirectBranch
+    )
+}
+
 /// Decodes `bytes` placed at `addr`; `label` names branch/call targets.
 pub fn disassemble(
     bytes: &[u8],
