@@ -8,8 +8,14 @@
 //! per predictor, the model's speed, and the worst blocks.
 //!
 //! Run: cargo bench -p dcpi-models --bench bhive -- [BLOCKS]   (default 300)
+//!
+//! `DCPI_BHIVE_SAVE=FILE` writes each measured block (hex, measured cycles,
+//! llvm-mca's cycles or `-`) so a later run with `DCPI_BHIVE_LOAD=FILE`
+//! judges a changed model on the same ground truth in seconds, without
+//! measuring again (a quiet host is rare; the ranking must not depend on
+//! which minute a block was measured in).
 
-use dcpi_models::block::decode;
+use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::classify::shape;
 use dcpi_models::harness::{measurable, measure};
 use dcpi_models::machine::Machine;
@@ -159,13 +165,29 @@ fn main() {
         "skylake" => "skylake",
         _ => "x86-64",
     };
+    let saved = std::env::var("DCPI_BHIVE_LOAD").ok().map(|path| {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut f = l.split('\t');
+                let hex = f.next()?;
+                let cycles: f64 = f.next()?.parse().ok()?;
+                let mca: Option<f64> = f.next().and_then(|x| x.parse().ok());
+                Some((parse_hex(hex).ok()?, cycles, mca))
+            })
+            .collect::<Vec<_>>()
+    });
     let mut seen = HashSet::new();
-    let mut per_binary: Vec<Vec<Vec<u8>>> =
-        BINARIES.iter().map(|b| blocks_of(b, &mut seen)).collect();
+    let mut per_binary: Vec<Vec<Vec<u8>>> = match &saved {
+        Some(rows) => vec![rows.iter().map(|r| r.0.clone()).collect()],
+        None => BINARIES.iter().map(|b| blocks_of(b, &mut seen)).collect(),
+    };
+    let want = if saved.is_some() { usize::MAX } else { want };
     // Take blocks round-robin across binaries, evenly spaced within each.
     let mut blocks = Vec::new();
     for v in per_binary.iter_mut() {
-        let step = (v.len() / (want / BINARIES.len() + 1)).max(1);
+        let step = (v.len() / (want / BINARIES.len()).saturating_add(1)).max(1);
         *v = v.iter().step_by(step).cloned().collect();
     }
     'outer: for k in 0.. {
@@ -198,7 +220,12 @@ fn main() {
     let mut modeled = 0usize;
     let mut failed = 0;
     // The undisturbed canary: the best of a few tries now.
-    let quiet = (0..5).map(|_| canary()).fold(f64::INFINITY, f64::min);
+    let quiet = if saved.is_some() {
+        0.0
+    } else {
+        (0..5).map(|_| canary()).fold(f64::INFINITY, f64::min)
+    };
+    let mut save = String::from("# hex\tmeasured cycles\tllvm-mca cycles\n");
     let mut disturbed = 0;
     let mut waits = 0;
     println!("canary (6 independent add chains): {quiet:.3} cycles undisturbed");
@@ -206,7 +233,7 @@ fn main() {
         let dec = decode(b, 0, false).expect("blocks decode");
         // Measure only while the canary is within 8% of its quiet value (wait up to ~3 s).
         let mut tries = 0;
-        while canary() > quiet * 1.08 && tries < 30 {
+        while saved.is_none() && canary() > quiet * 1.08 && tries < 30 {
             std::thread::sleep(std::time::Duration::from_millis(100));
             tries += 1;
             waits += 1;
@@ -214,9 +241,16 @@ fn main() {
         if tries == 30 {
             disturbed += 1;
         }
-        let Some(m) = measure(b, dec.len(), 0) else {
-            failed += 1;
-            continue;
+        let (cycles, mc) = match &saved {
+            Some(rows) => (rows[k].1, rows[k].2),
+            None => {
+                let Some(m) = measure(b, dec.len(), 0) else {
+                    failed += 1;
+                    continue;
+                };
+                let text: String = dec.iter().map(|d| format!("{}\n", d.text)).collect();
+                (m.cycles, llvm_mca(&text, mca_cpu))
+            }
         };
         let t0 = Instant::now();
         let a = analyze(
@@ -234,20 +268,19 @@ fn main() {
         let stores = shapes.iter().filter(|s| s.store.is_some()).count() as f64;
         let triv = (dec.len() as f64 / 8.0).max(loads / 4.0).max(stores / 2.0);
         let text: String = dec.iter().map(|d| format!("{}\n", d.text)).collect();
-        let mc = llvm_mca(&text, mca_cpu);
-        truth.push(m.cycles);
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        save += &format!(
+            "{hex}\t{cycles:.4}\t{}\n",
+            mc.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+        );
+        truth.push(cycles);
         ours.push(a.cycles_per_iteration);
         trivial.push(triv);
         if let Some(x) = mc {
             mca.push(x);
-            mca_truth.push(m.cycles);
+            mca_truth.push(cycles);
         }
-        rows.push((
-            m.cycles,
-            a.cycles_per_iteration,
-            mc,
-            text.replace('\n', "; "),
-        ));
+        rows.push((cycles, a.cycles_per_iteration, mc, text.replace('\n', "; ")));
         if k % 50 == 49 {
             eprintln!("{} blocks", k + 1);
         }
@@ -259,6 +292,10 @@ fn main() {
         disturbed,
         waits
     );
+    if let Ok(path) = std::env::var("DCPI_BHIVE_SAVE") {
+        std::fs::write(&path, &save).unwrap_or_else(|e| panic!("{path}: {e}"));
+        println!("measurements written to {path}");
+    }
     println!("{:<28} {:>8} {:>8}", "predictor", "MAPE %", "tau");
     println!(
         "{:<28} {:>8.1} {:>8.3}",

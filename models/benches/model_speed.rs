@@ -1,0 +1,143 @@
+//! Speed of the pipeline model over every basic block of a large binary.
+//!
+//! Splits `.text` of a binary (default /usr/bin/python3.11, Debian's 6 MB
+//! interpreter) into basic blocks at each control-flow instruction (the
+//! branch ends its block, as in the analyzer's CFGs), spreads a budget of
+//! instructions evenly over them, and models each block once with the
+//! host-independent Golden Cove description on one thread. Prints
+//! instructions modeled per second (decoding excluded, then included) and
+//! the median of five passes.
+//!
+//! `DCPI_MODEL_DUMP=FILE` writes each block's address, cycles per
+//! iteration, per-instruction M, dependency-chain bound and bottleneck, so a change that should not alter results can be checked
+//! with `diff`.
+//!
+//! `DCPI_MODEL_ITERATIONS=N` runs every block exactly N iterations (the
+//! reference the early stop is checked against).
+//!
+//! Run: cargo bench -p dcpi-models --bench model_speed -- [INSTRUCTIONS] [BINARY]
+
+use dcpi_models::block::{decode, Decoded};
+use dcpi_models::machine::Machine;
+use dcpi_models::schedule::{analyze, Options, RepeatMode};
+use iced_x86::{Decoder, DecoderOptions, FlowControl};
+use object::{Object, ObjectSection};
+use std::time::Instant;
+
+/// (address, bytes) of every basic block of `.text`, at most 64 instructions each.
+fn basic_blocks(path: &str) -> Vec<(u64, Vec<u8>)> {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let file = object::File::parse(&*data).expect("an ELF file");
+    let text = file.section_by_name(".text").expect("a .text section");
+    let code = text.data().expect(".text data");
+    let mut out = Vec::new();
+    let mut d = Decoder::with_ip(64, code, text.address(), DecoderOptions::NONE);
+    let (mut start, mut count) = (0usize, 0usize);
+    while d.can_decode() {
+        let i = d.decode();
+        if i.is_invalid() {
+            start = d.position();
+            count = 0;
+            continue;
+        }
+        count += 1;
+        if i.flow_control() != FlowControl::Next || count == 64 {
+            let end = d.position();
+            out.push((text.address() + start as u64, code[start..end].to_vec()));
+            start = end;
+            count = 0;
+        }
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let budget: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let binary = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "/usr/bin/python3.11".into());
+    let machine = Machine::by_name("golden-cove").expect("golden-cove description");
+    let all = basic_blocks(&binary);
+    let total: usize = all.iter().map(|(_, b)| b.len()).sum();
+    // Every k-th block, so the sample spans the whole binary.
+    let avg_bytes = total as f64 / all.len().max(1) as f64;
+    let avg_len = avg_bytes / 4.0; // ~4 bytes per instruction, refined below
+    let step = ((all.len() as f64 * avg_len / budget as f64).floor() as usize).max(1);
+    let blocks: Vec<(u64, Vec<Decoded>)> = all
+        .iter()
+        .step_by(step)
+        .filter_map(|(a, b)| decode(b, *a, false).ok().map(|d| (*a, d)))
+        .collect();
+    let insns: usize = blocks.iter().map(|(_, b)| b.len()).sum();
+    println!(
+        "{binary}: {} basic blocks in .text; modeling {} of them, {insns} instructions \
+         (mean {:.1} per block)",
+        all.len(),
+        blocks.len(),
+        insns as f64 / blocks.len().max(1) as f64
+    );
+    // DCPI_MODEL_ITERATIONS=N: run every block N iterations, no early stop
+    // (a reference for the steady-state test).
+    let iterations = std::env::var("DCPI_MODEL_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let opts = Options {
+        mode: RepeatMode::Unrolled,
+        iterations,
+    };
+    let dump = std::env::var_os("DCPI_MODEL_DUMP").is_some();
+    let mut model_s = Vec::new();
+    let mut cycles: Vec<String> = Vec::new();
+    for _pass in 0..5 {
+        cycles.clear();
+        let t = Instant::now();
+        for (_, b) in &blocks {
+            let a = std::hint::black_box(analyze(&machine, b, opts));
+            if dump {
+                let m: Vec<String> = a.insns.iter().map(|i| format!("{:.2}", i.m)).collect();
+                cycles.push(format!(
+                    "{:.4} [{}] {:.2} {}",
+                    a.cycles_per_iteration,
+                    m.join(" "),
+                    a.bounds.dependency_chain,
+                    a.bottleneck
+                ));
+            }
+        }
+        model_s.push(t.elapsed().as_secs_f64());
+    }
+    model_s.sort_by(f64::total_cmp);
+    let t = Instant::now();
+    for (a, b) in all.iter().step_by(step) {
+        if let Ok(d) = decode(b, *a, false) {
+            std::hint::black_box(analyze(&machine, &d, opts));
+        }
+    }
+    let with_decode = t.elapsed().as_secs_f64();
+    println!(
+        "model only: {:.0} instructions/s (median of 5: {:.3} s; min {:.3}, max {:.3})",
+        insns as f64 / model_s[2],
+        model_s[2],
+        model_s[0],
+        model_s[4]
+    );
+    println!(
+        "decode + model: {:.0} instructions/s ({with_decode:.3} s)",
+        insns as f64 / with_decode
+    );
+    if let Ok(path) = std::env::var("DCPI_MODEL_DUMP") {
+        let text: String = blocks
+            .iter()
+            .zip(&cycles)
+            .map(|((a, _), c)| format!("{a:#x} {c}\n"))
+            .collect();
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        println!("per-block cycles written to {path}");
+    }
+}
