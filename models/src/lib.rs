@@ -7,15 +7,17 @@
 //!   `models/machines/` ([`machine`]); instruction shapes from iced-x86
 //!   ([`classify`]); the best-case pipeline model, a cycle-level simulation
 //!   that gives cycles per iteration, per-instruction M_i under the timer skid
-//!   rule and static stall reasons ([`schedule`]).
+//!   rule and static stall reasons ([`schedule`]), run until its retirement
+//!   repeats exactly.
 //! - An rdtsc measurement harness for blocks ([`harness`]) and the host
 //!   calibration built on it ([`calibrate`]).
 //!
 //! Limits: the model assumes every load hits L1 and every branch is
 //! predicted (best case, as DCPI's); its accuracy against the Golden Cove host
 //! is in BENCHMARKS.md (MAPE 11-19 %, far from the 5 % goal); only the
-//! Golden Cove description has been checked against hardware; it simulates
-//! ~34 K instructions per second.
+//! Golden Cove description has been checked against hardware; it models
+//! ~0.1 M instructions per second of real basic blocks (`cargo bench -p
+//! dcpi-models --bench model_speed`), short of the 1 M goal.
 //!
 //! Limits: x86-64 Linux only. The clock calibration assumes a dependent
 //! `add reg,reg` chain retires one add per core cycle (true on every x86 core
@@ -41,6 +43,7 @@ pub mod host;
 pub mod host_times;
 pub mod machine;
 pub mod schedule;
+mod simulate;
 
 /// Tests that pin threads to CPU 0 and time them run one at a time.
 #[cfg(test)]

@@ -1,0 +1,734 @@
+//! The cycle-level simulation behind [`crate::schedule`]: a block's
+//! dynamic µop graph, built one iteration at a time, run on a [`Machine`]
+//! (dispatch width and bytes, ROB, ports, latencies, in-order retire, store
+//! commit), and the same graph's dependency-chain rate with every resource
+//! unbounded.
+//!
+//! Speed matters here (the analyzer models every block of an image): the
+//! graph lives in flat arrays (a µop's inputs are a range of one shared
+//! list, its dependents a linked list in another), and a run stops as soon
+//! as the retirement of whole iterations is exactly periodic.
+//!
+//! Limits: the steady-state test looks at iteration boundaries only; a
+//! transient that repeats exactly for three periods is taken for the steady
+//! state (the ROB filling behind a long chain keeps the rate, so it does not
+//! matter there).
+
+use crate::classify::{MemAddr, Reg, Shape, FLAGS};
+use crate::machine::Machine;
+use std::collections::VecDeque;
+use std::ops::Range;
+
+const NONE: u32 = u32::MAX;
+
+/// One µop of the dynamic graph.
+#[derive(Debug, Clone)]
+pub(crate) struct Uop {
+    /// Dynamic instruction id.
+    pub insn: u32,
+    /// Index into [`Graph::port_sets`].
+    pub ports: u16,
+    pub latency: u32,
+    pub occupancy: u32,
+    /// Inputs: a range of [`Graph::deps`] (and of [`Graph::why`]).
+    pub deps: Range<u32>,
+    pub issued: Option<u64>,
+    pub complete: Option<u64>,
+    pub ready: Option<u64>,
+}
+
+/// Why a µop depends on an input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum DepWhy {
+    /// A register ([`LOAD_RESULT`] for the instruction's own load).
+    Reg(Reg),
+    /// Store-to-load forwarding from this static store.
+    Forward(usize),
+}
+
+/// The register number standing for "the instruction's own load result".
+pub(crate) const LOAD_RESULT: Reg = u16::MAX;
+
+/// Why dispatch stopped before an instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DispatchStall {
+    Width,
+    RobFull,
+    FrontEnd,
+}
+
+/// One dynamic instruction.
+#[derive(Debug, Clone)]
+pub(crate) struct Dyn {
+    pub stat: usize,
+    pub iter: usize,
+    /// Its µops, contiguous.
+    pub uops: Range<u32>,
+    pub slots: u32,
+    pub bytes: u32,
+    pub dispatched: u64,
+    pub retired: Option<u64>,
+    pub exec: Option<usize>,
+    pub dispatch_stall: Option<DispatchStall>,
+}
+
+/// What each static instruction costs, looked up once.
+struct StaticCost {
+    latency: u32,
+    occupancy: u32,
+    slots: u32,
+    exec_ports: u16,
+    load_ports: u16,
+    load_latency: u32,
+    /// Fuses with the conditional branch after it.
+    fuse_next: bool,
+    /// Done at rename: zero idiom, eliminated move, folded immediate.
+    eliminated: bool,
+}
+
+/// A store the next loads may read: address, producers of its address
+/// registers, store-data µop, static index.
+struct StoreRec {
+    addr: MemAddr,
+    prod: [u32; 4],
+    data: u32,
+    stat: usize,
+}
+
+/// The dynamic µop graph of a block repeated back to back.
+pub(crate) struct Graph<'a> {
+    m: &'a Machine,
+    shapes: &'a [Shape],
+    costs: Vec<StaticCost>,
+    store_addr_ports: u16,
+    store_data_ports: u16,
+    pub port_sets: Vec<Vec<usize>>,
+    pub uops: Vec<Uop>,
+    pub dyns: Vec<Dyn>,
+    /// (producer µop, extra latency beyond the producer's).
+    pub deps: Vec<(u32, u32)>,
+    pub why: Vec<DepWhy>,
+    producer: Vec<u32>,
+    stores: VecDeque<StoreRec>,
+    /// Iterations built.
+    pub built: usize,
+}
+
+impl<'a> Graph<'a> {
+    pub fn new(m: &'a Machine, shapes: &'a [Shape], port_names: &[String]) -> Self {
+        let n = shapes.len();
+        let mut port_sets: Vec<Vec<usize>> = Vec::new();
+        let mut set_of = |class: &str| -> u16 {
+            let cost = m.class(class);
+            let set: Vec<usize> = cost
+                .ports
+                .iter()
+                .map(|p| port_names.iter().position(|x| x == p).unwrap_or(0))
+                .collect();
+            match port_sets.iter().position(|s| *s == set) {
+                Some(k) => k as u16,
+                None => {
+                    port_sets.push(set);
+                    (port_sets.len() - 1) as u16
+                }
+            }
+        };
+        let fuse_next = |s: usize| {
+            m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
+        };
+        let costs = (0..n)
+            .map(|s| {
+                let sh = &shapes[s];
+                let cost = m.class(sh.class);
+                let load_class = if sh.vector_mem { "vec_load" } else { "load" };
+                StaticCost {
+                    latency: cost.latency,
+                    occupancy: cost.occupancy,
+                    slots: cost.uops.max(1) + (sh.load.is_some() && sh.store.is_some()) as u32,
+                    exec_ports: set_of(if fuse_next(s) { "branch" } else { sh.class }),
+                    load_ports: set_of(load_class),
+                    load_latency: m.class(load_class).latency,
+                    fuse_next: fuse_next(s),
+                    eliminated: (sh.zero_idiom && m.zero_idioms)
+                        || (sh.movable && m.move_elimination)
+                        || (sh.imm_add && m.immediate_folding),
+                }
+            })
+            .collect();
+        let store_addr_ports = set_of("store_addr");
+        let store_data_ports = set_of("store_data");
+        // Room for the iterations a typical run builds, to spare regrowth.
+        let per_iter_uops = 2 * n + 4;
+        let expect = 32;
+        Graph {
+            store_addr_ports,
+            store_data_ports,
+            m,
+            shapes,
+            costs,
+            port_sets,
+            uops: Vec::with_capacity(expect * per_iter_uops),
+            dyns: Vec::with_capacity(expect * n),
+            deps: Vec::with_capacity(expect * 2 * per_iter_uops),
+            why: Vec::with_capacity(expect * 2 * per_iter_uops),
+            producer: vec![NONE; FLAGS as usize + 1],
+            stores: VecDeque::new(),
+            built: 0,
+        }
+    }
+
+    fn producer(&self, r: Reg) -> u32 {
+        self.producer.get(r as usize).copied().unwrap_or(NONE)
+    }
+
+    fn set_producer(&mut self, r: Reg, u: u32) {
+        if let Some(x) = self.producer.get_mut(r as usize) {
+            *x = u;
+        }
+    }
+
+    /// Adds the inputs named by `regs` that have a producer.
+    fn push_reg_deps(&mut self, regs: &[Reg]) {
+        for &r in regs {
+            let p = self.producer(r);
+            if p != NONE {
+                self.deps.push((p, 0));
+                self.why.push(DepWhy::Reg(r));
+            }
+        }
+    }
+
+    fn push_uop(&mut self, insn: u32, ports: u16, latency: u32, occupancy: u32, from: u32) -> u32 {
+        self.uops.push(Uop {
+            insn,
+            ports,
+            latency,
+            occupancy,
+            deps: from..self.deps.len() as u32,
+            issued: None,
+            complete: None,
+            ready: None,
+        });
+        (self.uops.len() - 1) as u32
+    }
+
+    /// Appends one iteration of the block.
+    pub fn build_iteration(&mut self) {
+        let m = self.m;
+        let shapes = self.shapes;
+        let n = shapes.len();
+        let it = self.built;
+        self.built += 1;
+        let (store_addr_ports, store_data_ports) = (self.store_addr_ports, self.store_data_ports);
+        for (s, sh) in shapes.iter().enumerate() {
+            let c = &self.costs[s];
+            let (latency, occupancy, slots, exec_ports, load_ports, load_latency, eliminated) = (
+                c.latency,
+                c.occupancy,
+                c.slots,
+                c.exec_ports,
+                c.load_ports,
+                c.load_latency,
+                c.eliminated,
+            );
+            let id = self.dyns.len() as u32;
+            let first_uop = self.uops.len() as u32;
+            let mut addr_prod = [NONE; 4];
+            let addr_known = sh.addr_reads.len() <= addr_prod.len();
+            for (k, r) in sh.addr_reads.iter().take(4).enumerate() {
+                addr_prod[k] = self.producer(*r);
+            }
+            let mut load_uop = None;
+            if let Some(addr) = sh.load {
+                let from = self.deps.len() as u32;
+                self.push_reg_deps(&sh.addr_reads);
+                let mut latency = load_latency;
+                let found = if addr_known {
+                    self.stores
+                        .iter()
+                        .rev()
+                        .find(|st| st.addr == addr && st.prod == addr_prod)
+                        .map(|st| (st.data, st.stat))
+                } else {
+                    None
+                };
+                if let Some((data, st)) = found {
+                    let stack =
+                        matches!(addr.base, iced_x86::Register::RSP | iced_x86::Register::RBP)
+                            && addr.index == iced_x86::Register::None;
+                    let renamed = match m.memory_renaming.as_str() {
+                        // Measured on Golden Cove: general-register data only; an
+                        // xmm store/load round trip takes ~7 cycles.
+                        "any" => !shapes[st].rmw_reg_source && !shapes[st].vector_mem,
+                        "stack" => stack,
+                        _ => false,
+                    };
+                    if renamed {
+                        // Renamed: the load's value is the stored register's, no forwarding delay.
+                        let r = self.uops[data as usize].deps.clone();
+                        for k in r {
+                            let (d, w) = (self.deps[k as usize], self.why[k as usize]);
+                            self.deps.push(d);
+                            self.why.push(w);
+                        }
+                        latency = 0;
+                    } else {
+                        self.deps.push((data, 0));
+                        self.why.push(DepWhy::Forward(st));
+                        // From the store data's issue to the load's result.
+                        latency = m.store_forward_latency.saturating_sub(1).max(1);
+                    }
+                }
+                load_uop = Some(self.push_uop(id, load_ports, latency, 1, from));
+            }
+            let fused_branch = s > 0
+                && sh.cond_branch
+                && self.costs[s - 1].fuse_next
+                && self.dyns.last().is_some_and(|p| p.stat == s - 1);
+            let mut exec_uop = None;
+            if !fused_branch && sh.class != "nop" && !eliminated {
+                let from = self.deps.len() as u32;
+                self.push_reg_deps(&sh.reads);
+                if let Some(l) = load_uop {
+                    self.deps.push((l, 0));
+                    self.why.push(DepWhy::Reg(LOAD_RESULT));
+                }
+                exec_uop = Some(self.push_uop(id, exec_ports, latency, occupancy, from));
+            }
+            if let Some(addr) = sh.store {
+                let from = self.deps.len() as u32;
+                self.push_reg_deps(&sh.addr_reads);
+                self.push_uop(id, store_addr_ports, 1, 1, from);
+                let from = self.deps.len() as u32;
+                match exec_uop {
+                    Some(e) => {
+                        self.deps.push((e, 0));
+                        self.why.push(DepWhy::Reg(LOAD_RESULT));
+                    }
+                    None => self.push_reg_deps(&sh.reads),
+                }
+                let data = self.push_uop(id, store_data_ports, 1, 1, from);
+                self.stores.push_back(StoreRec {
+                    addr,
+                    prod: if addr_known { addr_prod } else { [NONE - 1; 4] },
+                    data,
+                    stat: s,
+                });
+                if self.stores.len() > 64 {
+                    self.stores.pop_front();
+                }
+            }
+            // Results: the execution µop, else the load; eliminated moves alias the source.
+            for &w in &sh.writes {
+                if sh.zero_idiom && m.zero_idioms {
+                    self.set_producer(w, NONE);
+                } else if let Some(e) = exec_uop {
+                    self.set_producer(w, e);
+                } else if sh.movable && m.move_elimination {
+                    let p = sh.reads.first().map_or(NONE, |r| self.producer(*r));
+                    self.set_producer(w, p);
+                } else if sh.imm_add && m.immediate_folding {
+                    // Folded at rename: the value is ready when its source is.
+                    let src = sh
+                        .reads
+                        .iter()
+                        .chain(sh.addr_reads.iter())
+                        .find(|r| **r != FLAGS);
+                    let p = src.map_or(NONE, |r| self.producer(*r));
+                    self.set_producer(w, p);
+                } else if let Some(l) = load_uop {
+                    self.set_producer(w, l);
+                }
+            }
+            self.dyns.push(Dyn {
+                stat: s,
+                iter: it,
+                uops: first_uop..self.uops.len() as u32,
+                slots: if fused_branch { 0 } else { slots },
+                bytes: sh.len as u32,
+                dispatched: 0,
+                retired: None,
+                exec: exec_uop.map(|e| e as usize),
+                dispatch_stall: None,
+            });
+        }
+        debug_assert_eq!(self.dyns.len(), self.built * n);
+    }
+
+    /// The time a µop's inputs are all available (and it has been dispatched).
+    fn ready_time(&self, u: usize, dispatched: u64) -> u64 {
+        let mut t = dispatched + 1;
+        for k in self.uops[u].deps.clone() {
+            let (p, extra) = self.deps[k as usize];
+            t = t.max(self.uops[p as usize].complete.unwrap_or(0) + extra as u64);
+        }
+        t
+    }
+}
+
+/// Decides when a simulation has reached its steady state, from what it
+/// looks like each time an iteration's last instruction retires: that
+/// cycle, the ROB's occupancy and the µops issued but not retired.
+///
+/// Steady: over the last three periods (at least [`Steady::MIN_RUN`]
+/// iterations) of some period p ≤ [`Steady::MAX_PERIOD`], the cycles between
+/// iteration ends repeat exactly, and occupancy and issued-not-retired µops
+/// each grow by the same amount every period, never shrink (a ROB filling
+/// behind a slow chain keeps the rate; a backlog of finished work draining
+/// at the retire width does not). The simulation is deterministic, so this
+/// is the periodic regime itself, and results are measured over whole
+/// periods: exact, not averaged.
+struct Steady {
+    min_run: usize,
+    /// Per iteration: (end cycle, ROB occupancy, µops issued not retired).
+    marks: Vec<(u64, u64, u64)>,
+}
+
+impl Steady {
+    const MAX_PERIOD: usize = 16;
+    const MIN_RUN: usize = 12;
+    /// Iterations measured: whole periods covering at least this many.
+    const MEASURE: usize = 8;
+
+    /// `scale` × [`Steady::MIN_RUN`], or never steady when not stopping early.
+    fn min_run(stop_early: bool, scale: usize) -> usize {
+        if stop_early {
+            scale * Self::MIN_RUN
+        } else {
+            usize::MAX / 4
+        }
+    }
+
+    fn new(iterations: usize, min_run: usize) -> Self {
+        Steady {
+            min_run,
+            marks: Vec::with_capacity(iterations),
+        }
+    }
+
+    /// Cycle each iteration's last instruction retired.
+    fn end(&self, it: usize) -> u64 {
+        self.marks[it].0
+    }
+
+    fn len(&self) -> usize {
+        self.marks.len()
+    }
+
+    /// Records an iteration's end; the iterations to measure over once steady.
+    fn push(&mut self, end: u64, occupancy: u64, in_flight: u64) -> Option<Range<usize>> {
+        self.marks.push((end, occupancy, in_flight));
+        let e = &self.marks;
+        let k = e.len();
+        for p in 1..=Self::MAX_PERIOD {
+            let span = (3 * p).max(self.min_run);
+            let measure = p * Self::MEASURE.div_ceil(p);
+            if k < span + 2 * p + 1 || k < measure + 1 {
+                break;
+            }
+            // Growth over one period, by the last one.
+            let grow =
+                |j: usize, f: fn(&(u64, u64, u64)) -> u64| f(&e[j]) as i64 - f(&e[j - p]) as i64;
+            let (go, gi) = (grow(k - 1, |m| m.1), grow(k - 1, |m| m.2));
+            if go < 0 || gi < 0 {
+                continue;
+            }
+            let periodic = (k - span..k).rev().all(|j| {
+                e[j].0 - e[j - 1].0 == e[j - p].0 - e[j - p - 1].0
+                    && grow(j, |m| m.1) == go
+                    && grow(j, |m| m.2) == gi
+            });
+            if periodic {
+                return Some((k - measure)..k);
+            }
+        }
+        None
+    }
+
+    /// Stopped before a steady state: the second half of what completed.
+    fn fallback(&self, measured: Range<usize>) -> Range<usize> {
+        let k = self.len();
+        if measured.end > k {
+            (k / 2).max(1)..k.max(1)
+        } else {
+            measured
+        }
+    }
+}
+
+/// A simulation's outcome.
+pub(crate) struct SimResult<'a> {
+    pub graph: Graph<'a>,
+    /// Per dynamic instruction: cycles it was the oldest not retired.
+    pub head: Vec<u64>,
+    /// Iterations of the steady state the results are measured over.
+    pub measured: Range<usize>,
+}
+
+/// Runs `shapes` back to back on `m` until the steady state (at most
+/// `iterations` times or 10 M cycles).
+pub(crate) fn simulate<'a>(
+    m: &'a Machine,
+    shapes: &'a [Shape],
+    port_names: &[String],
+    iterations: usize,
+    stop_early: bool,
+) -> SimResult<'a> {
+    let n = shapes.len();
+    let mut g = Graph::new(m, shapes, port_names);
+    let (width, rob_cap, retire_w, bytes_pc) = (
+        m.dispatch_width,
+        m.rob_size as usize,
+        m.retire_width,
+        m.decode_bytes.max(16),
+    );
+    let total = iterations * n;
+    let mut head = vec![0u64; total];
+    let nports = port_names.len().max(1);
+    let mut port_free = vec![0u64; nports];
+    let mut port_load = vec![0u64; nports];
+    // Event-driven issue: a µop enters `ready_heap` once every input has
+    // issued (so its ready time is known) and it is dispatched; from there
+    // it moves to `issuable` (kept in age order) when its time comes.
+    let room = g.uops.capacity();
+    let mut pending: Vec<u32> = Vec::with_capacity(room);
+    // Dependents as linked lists: first edge per µop, (dependent, next edge).
+    let mut first_edge: Vec<u32> = Vec::with_capacity(room);
+    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(2 * room);
+    let mut dispatched_uop: Vec<bool> = Vec::with_capacity(room);
+    let mut ready_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>> =
+        std::collections::BinaryHeap::with_capacity(64);
+    let mut issuable: Vec<u32> = Vec::with_capacity(64);
+    let mut next_dispatch = 0usize;
+    let mut owed = 0u32;
+    let mut rob: VecDeque<usize> = VecDeque::new();
+    let mut retired = 0usize;
+    let mut cycle: u64 = 0;
+    let mut steady = Steady::new(iterations, Steady::min_run(stop_early, 1));
+    let (mut issued_uops, mut retired_uops) = (0u64, 0u64);
+    let mut last_store_line: Option<(iced_x86::Register, iced_x86::Register, i64)> = None;
+    let mut measured = (iterations / 2)..iterations;
+    'sim: while retired < total && cycle < 10_000_000 {
+        // Retire (stores also commit to L1: `store_commit` per cycle, more
+        // when they write the same cache line as the previous store).
+        let mut r = 0;
+        let mut commits = 0u32;
+        while let Some(&front) = rob.front() {
+            if r >= retire_w {
+                break;
+            }
+            let done = g.dyns[front]
+                .uops
+                .clone()
+                .all(|u| g.uops[u as usize].complete.is_some_and(|c| c <= cycle));
+            if !done {
+                break;
+            }
+            if let Some(addr) = shapes[g.dyns[front].stat].store {
+                let line = (addr.base, addr.index, addr.disp as i64 >> 6);
+                let same_line = last_store_line == Some(line);
+                if commits >= m.store_commit && !same_line {
+                    break;
+                }
+                commits += 1;
+                last_store_line = Some(line);
+            }
+            g.dyns[front].retired = Some(cycle);
+            retired_uops += g.dyns[front].uops.len() as u64;
+            rob.pop_front();
+            retired += 1;
+            r += 1;
+            if retired.is_multiple_of(n) {
+                let in_flight = issued_uops - retired_uops;
+                if let Some(range) = steady.push(cycle, rob.len() as u64, in_flight) {
+                    measured = range;
+                    break 'sim;
+                }
+            }
+        }
+        // Head of the ROB this cycle (or the next to dispatch when empty).
+        if let Some(&front) = rob.front() {
+            head[front] += 1;
+        } else if next_dispatch < total {
+            head[next_dispatch] += 1;
+        }
+        // Issue, oldest first (twice: a zero-latency result can wake a µop
+        // in the same cycle).
+        for _pass in 0..2 {
+            while let Some(&std::cmp::Reverse((t, u))) = ready_heap.peek() {
+                if t > cycle {
+                    break;
+                }
+                ready_heap.pop();
+                let at = issuable.partition_point(|&x| x < u);
+                issuable.insert(at, u);
+            }
+            let mut keep = 0;
+            for k in 0..issuable.len() {
+                let u = issuable[k] as usize;
+                let set = &g.port_sets[g.uops[u].ports as usize];
+                let port = if set.is_empty() {
+                    None
+                } else {
+                    match set
+                        .iter()
+                        .copied()
+                        .filter(|&p| port_free[p] <= cycle)
+                        .min_by_key(|&p| (port_load[p], p))
+                    {
+                        Some(p) => Some(p),
+                        None => {
+                            issuable[keep] = u as u32;
+                            keep += 1;
+                            continue;
+                        }
+                    }
+                };
+                let occupancy = g.uops[u].occupancy as u64;
+                if let Some(p) = port {
+                    port_free[p] = cycle + occupancy;
+                    port_load[p] += occupancy;
+                }
+                g.uops[u].issued = Some(cycle);
+                issued_uops += 1;
+                g.uops[u].complete = Some(cycle + g.uops[u].latency as u64);
+                let mut e = first_edge[u];
+                while e != NONE {
+                    let (d, next) = edges[e as usize];
+                    let d = d as usize;
+                    pending[d] -= 1;
+                    if pending[d] == 0 && dispatched_uop[d] {
+                        let r = g.ready_time(d, g.dyns[g.uops[d].insn as usize].dispatched);
+                        g.uops[d].ready = Some(r);
+                        ready_heap.push(std::cmp::Reverse((r, d as u32)));
+                    }
+                    e = next;
+                }
+            }
+            issuable.truncate(keep);
+        }
+        // Dispatch (what a microcoded instruction wider than the machine
+        // took beyond its first cycle is paid from the next ones).
+        let mut slots = owed.min(width);
+        owed -= slots;
+        let mut bytes = 0u32;
+        while next_dispatch < total {
+            if next_dispatch >= g.dyns.len() {
+                let before = g.uops.len();
+                g.build_iteration();
+                for u in before..g.uops.len() {
+                    // Only inputs not issued yet will announce themselves.
+                    let mut waiting_on = 0;
+                    first_edge.push(NONE);
+                    for k in g.uops[u].deps.clone() {
+                        let p = g.deps[k as usize].0 as usize;
+                        if g.uops[p].issued.is_none() {
+                            edges.push((u as u32, first_edge[p]));
+                            first_edge[p] = (edges.len() - 1) as u32;
+                            waiting_on += 1;
+                        }
+                    }
+                    pending.push(waiting_on);
+                    dispatched_uop.push(false);
+                }
+            }
+            let d = &g.dyns[next_dispatch];
+            let alone = slots == 0 && d.slots > width;
+            let stall = if rob.len() >= rob_cap {
+                Some(DispatchStall::RobFull)
+            } else if slots + d.slots > width && !alone {
+                Some(DispatchStall::Width)
+            } else if bytes + d.bytes > bytes_pc && bytes > 0 {
+                Some(DispatchStall::FrontEnd)
+            } else {
+                None
+            };
+            if let Some(why) = stall {
+                g.dyns[next_dispatch].dispatch_stall.get_or_insert(why);
+                break;
+            }
+            if alone {
+                owed = d.slots - width;
+                slots = width;
+            } else {
+                slots += d.slots;
+            }
+            bytes += d.bytes;
+            g.dyns[next_dispatch].dispatched = cycle;
+            for u in g.dyns[next_dispatch].uops.clone() {
+                let u = u as usize;
+                dispatched_uop[u] = true;
+                if pending[u] == 0 {
+                    let r = g.ready_time(u, cycle);
+                    g.uops[u].ready = Some(r);
+                    ready_heap.push(std::cmp::Reverse((r, u as u32)));
+                }
+            }
+            rob.push_back(next_dispatch);
+            next_dispatch += 1;
+        }
+        cycle += 1;
+    }
+    let measured = steady.fallback(measured);
+    SimResult {
+        graph: g,
+        head,
+        measured,
+    }
+}
+
+/// Cycles per iteration of the dependency chains alone: the same graph
+/// with two iterations dispatched per cycle, a ROB of 64 iterations, every
+/// port free and retirement unbounded. `None` without a steady state.
+pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> Option<f64> {
+    let n = g.shapes.len();
+    let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
+    let rob_cap = 64 * n.max(1);
+    let mut complete = vec![0u64; g.uops.len()];
+    let mut retire: Vec<u64> = Vec::with_capacity(iterations * n);
+    let mut steady = Steady::new(iterations, Steady::min_run(stop_early, 1));
+    let (mut cycle, mut slots) = (0u64, 0u32);
+    let mut last_retire = 0u64;
+    let mut measured = None;
+    for it in 0..iterations {
+        if it >= g.built {
+            g.build_iteration();
+        }
+        complete.resize(g.uops.len(), 0);
+        for i in it * n..(it + 1) * n {
+            let d = &g.dyns[i];
+            if slots + d.slots > width {
+                cycle += 1;
+                slots = 0;
+            }
+            if i >= rob_cap && retire[i - rob_cap] > cycle {
+                cycle = retire[i - rob_cap];
+                slots = 0;
+            }
+            slots += d.slots;
+            let mut done = cycle + 1;
+            for u in d.uops.clone() {
+                let u = u as usize;
+                let mut t = cycle + 1;
+                for k in g.uops[u].deps.clone() {
+                    let (p, extra) = g.deps[k as usize];
+                    t = t.max(complete[p as usize] + extra as u64);
+                }
+                complete[u] = t + g.uops[u].latency as u64;
+                done = done.max(complete[u]);
+            }
+            last_retire = last_retire.max(done);
+            retire.push(last_retire);
+        }
+        if let Some(range) = steady.push(last_retire, 0, 0) {
+            measured = Some(range);
+            break;
+        }
+    }
+    let measured = steady.fallback(measured.unwrap_or(iterations / 2..iterations));
+    if measured.is_empty() || measured.start == 0 || measured.end > steady.len() {
+        return None;
+    }
+    let cycles = steady.end(measured.end - 1) - steady.end(measured.start - 1);
+    Some(cycles as f64 / measured.len() as f64)
+}
