@@ -234,6 +234,8 @@ impl<'a> Graph<'a> {
             let id = self.dyns.len() as u32;
             let first_uop = self.uops.len() as u32;
             let mut addr_prod = [NONE; 4];
+            // More address registers than the table holds (never seen): such
+            // an access neither forwards nor is forwarded to.
             let addr_known = sh.addr_reads.len() <= addr_prod.len();
             for (k, r) in sh.addr_reads.iter().take(4).enumerate() {
                 addr_prod[k] = self.producer(*r);
@@ -310,6 +312,7 @@ impl<'a> Graph<'a> {
                 let data = self.push_uop(id, store_data_ports, 1, 1, from);
                 self.stores.push_back(StoreRec {
                     addr,
+                    // A producer id no µop has: matches no load.
                     prod: if addr_known { addr_prod } else { [NONE - 1; 4] },
                     data,
                     stat: s,
