@@ -490,6 +490,16 @@ pub(crate) fn simulate<'a>(
     let nports = port_names.len().max(1);
     let mut port_free = vec![0u64; nports];
     let mut port_load = vec![0u64; nports];
+    // Port sets as bit masks (machines with more than 64 ports: no masks).
+    let wide = nports > 64;
+    let masks: Vec<u64> = g
+        .port_sets
+        .iter()
+        .map(|s| {
+            s.iter()
+                .fold(0u64, |m, &p| m | 1u64.checked_shl(p as u32).unwrap_or(0))
+        })
+        .collect();
     // Event-driven issue: a µop enters `ready_heap` once every input has
     // issued (so its ready time is known) and it is dispatched; from there
     // it moves to `issuable` (kept in age order) when its time comes.
@@ -566,10 +576,26 @@ pub(crate) fn simulate<'a>(
                 let at = issuable.partition_point(|&x| x < u);
                 issuable.insert(at, u);
             }
+            // Ports free this cycle as a bit set: a µop whose ports are all
+            // busy is passed over without looking at each (a port-bound
+            // block keeps hundreds of ready µops waiting).
+            let mut free = if wide {
+                u64::MAX
+            } else {
+                (0..nports)
+                    .filter(|&p| port_free[p] <= cycle)
+                    .fold(0u64, |m, p| m | 1 << p)
+            };
             let mut keep = 0;
             for k in 0..issuable.len() {
                 let u = issuable[k] as usize;
-                let set = &g.port_sets[g.uops[u].ports as usize];
+                let ps = g.uops[u].ports as usize;
+                let set = &g.port_sets[ps];
+                if !set.is_empty() && masks[ps] & free == 0 {
+                    issuable[keep] = u as u32;
+                    keep += 1;
+                    continue;
+                }
                 let port = if set.is_empty() {
                     None
                 } else {
@@ -591,6 +617,9 @@ pub(crate) fn simulate<'a>(
                 if let Some(p) = port {
                     port_free[p] = cycle + occupancy;
                     port_load[p] += occupancy;
+                    if occupancy > 0 && !wide {
+                        free &= !(1 << p);
+                    }
                 }
                 g.uops[u].issued = Some(cycle);
                 issued_uops += 1;
