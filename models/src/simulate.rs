@@ -393,18 +393,14 @@ impl Steady {
     /// Iterations measured: whole periods covering at least this many.
     const MEASURE: usize = 8;
 
-    /// `scale` × [`Steady::MIN_RUN`], or never steady when not stopping early.
-    fn min_run(stop_early: bool, scale: usize) -> usize {
-        if stop_early {
-            scale * Self::MIN_RUN
-        } else {
-            usize::MAX / 4
-        }
-    }
-
-    fn new(iterations: usize, min_run: usize) -> Self {
+    /// Never steady when not stopping early (every iteration asked for runs).
+    fn new(iterations: usize, stop_early: bool) -> Self {
         Steady {
-            min_run,
+            min_run: if stop_early {
+                Self::MIN_RUN
+            } else {
+                usize::MAX / 4
+            },
             marks: Vec::with_capacity(iterations),
         }
     }
@@ -517,7 +513,7 @@ pub(crate) fn simulate<'a>(
     let mut rob: VecDeque<usize> = VecDeque::new();
     let mut retired = 0usize;
     let mut cycle: u64 = 0;
-    let mut steady = Steady::new(iterations, Steady::min_run(stop_early, 1));
+    let mut steady = Steady::new(iterations, stop_early);
     let (mut issued_uops, mut retired_uops) = (0u64, 0u64);
     let mut last_store_line: Option<(iced_x86::Register, iced_x86::Register, i64)> = None;
     let mut measured = (iterations / 2)..iterations;
@@ -718,7 +714,7 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
     let rob_cap = 64 * n.max(1);
     let mut complete = vec![0u64; g.uops.len()];
     let mut retire: Vec<u64> = Vec::with_capacity(iterations * n);
-    let mut steady = Steady::new(iterations, Steady::min_run(stop_early, 1));
+    let mut steady = Steady::new(iterations, stop_early);
     let (mut cycle, mut slots) = (0u64, 0u32);
     let mut last_retire = 0u64;
     let mut measured = None;
