@@ -294,12 +294,16 @@ mod tests {
         let b = decode(&bytes, 0, false).unwrap();
         let insns: Vec<Instruction> = b.iter().map(|d| d.instr).collect();
         assert_eq!(measurable(&insns), None);
-        // Median of three: other tests of this binary may share the CPU.
-        let mut v: Vec<f64> = (0..3)
-            .map(|_| measure(&bytes, insns.len(), 0).unwrap().cycles)
+        // Median of up to three: other tests of this binary (and other
+        // tenants of the host) may share the CPU, and a disturbed
+        // measurement is refused as not linear — try again, up to ten times.
+        let mut v: Vec<f64> = (0..10)
+            .filter_map(|_| measure(&bytes, insns.len(), 0).map(|x| x.cycles))
+            .take(3)
             .collect();
+        assert!(!v.is_empty(), "{hex}: every measurement of 10 refused");
         v.sort_by(f64::total_cmp);
-        v[1]
+        v[v.len() / 2]
     }
 
     #[test]
