@@ -12,6 +12,10 @@
 //! iteration, per-instruction M, dependency-chain bound and bottleneck, so a change that should not alter results can be checked
 //! with `diff`.
 //!
+//! `DCPI_MODEL_DUMP_FULL=FILE` writes each block's whole analysis as one
+//! JSON line (timings, stalls, timeline): the check for a change meant to
+//! alter nothing at all.
+//!
 //! `DCPI_MODEL_ITERATIONS=N` runs every block exactly N iterations (the
 //! reference the early stop is checked against).
 //!
@@ -139,5 +143,13 @@ fn main() {
             .collect();
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("{path}: {e}"));
         println!("per-block cycles written to {path}");
+    }
+    if let Ok(path) = std::env::var("DCPI_MODEL_DUMP_FULL") {
+        let text: String = blocks
+            .iter()
+            .map(|(_, b)| serde_json::to_string(&analyze(&machine, b, opts)).expect("json") + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        println!("per-block analyses written to {path}");
     }
 }
