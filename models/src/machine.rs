@@ -107,6 +107,12 @@ impl Machine {
                 detail: "memory_renaming is none, stack or any".into(),
             });
         }
+        if m.ports().len() > 64 {
+            return Err(MachineError::Invalid {
+                name: name.into(),
+                detail: "at most 64 ports (the model keeps port sets as bit masks)".into(),
+            });
+        }
         if m.dispatch_width == 0 || m.retire_width == 0 || m.rob_size == 0 {
             return Err(MachineError::Invalid {
                 name: name.into(),

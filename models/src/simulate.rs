@@ -32,9 +32,30 @@ pub(crate) struct Uop {
     pub occupancy: u32,
     /// Inputs: a range of [`Graph::deps`] (and of [`Graph::why`]).
     pub deps: Range<u32>,
-    pub issued: Option<u64>,
-    pub complete: Option<u64>,
-    pub ready: Option<u64>,
+    /// Cycles it issued, its result was ready, its inputs were ready:
+    /// [`NOT_YET`] until known.
+    issued: u64,
+    complete: u64,
+    ready: u64,
+}
+
+/// A time not known yet.
+const NOT_YET: u64 = u64::MAX;
+
+fn known(t: u64) -> Option<u64> {
+    (t != NOT_YET).then_some(t)
+}
+
+impl Uop {
+    pub fn issued(&self) -> Option<u64> {
+        known(self.issued)
+    }
+    pub fn complete(&self) -> Option<u64> {
+        known(self.complete)
+    }
+    pub fn ready(&self) -> Option<u64> {
+        known(self.ready)
+    }
 }
 
 /// Why a µop depends on an input.
@@ -112,7 +133,30 @@ pub(crate) struct Graph<'a> {
     stores: VecDeque<StoreRec>,
     /// Iterations built.
     pub built: usize,
+    /// The iteration later ones are copies of, once one is found.
+    template: Option<usize>,
+    /// Start of each built iteration in `uops` and `deps` (one more entry
+    /// than iterations built).
+    uop_start: Vec<u32>,
+    dep_start: Vec<u32>,
+    /// The builder's state after the previous iteration, µop ids made
+    /// relative to that iteration's end.
+    last_state: Option<BuilderState>,
 }
+
+/// What decides the next iterations' inputs: each register's producer and
+/// the stores loads may forward from (static index, data, address
+/// producers), µop ids as distances back from the end of the iteration
+/// just built (`-1` none, `-2` matches no load).
+#[derive(PartialEq)]
+struct BuilderState {
+    producer: Vec<i64>,
+    stores: Vec<(usize, i64, [i64; 4])>,
+}
+
+/// Iterations the builder compares with their predecessor looking for a
+/// template before it gives up and builds every iteration by hand.
+const TEMPLATE_SEARCH: usize = 6;
 
 impl<'a> Graph<'a> {
     pub fn new(m: &'a Machine, shapes: &'a [Shape], port_names: &[String]) -> Self {
@@ -174,6 +218,159 @@ impl<'a> Graph<'a> {
             producer: vec![NONE; FLAGS as usize + 1],
             stores: VecDeque::new(),
             built: 0,
+            template: None,
+            uop_start: vec![0],
+            dep_start: vec![0],
+            last_state: None,
+        }
+    }
+
+    fn builder_state(&self) -> BuilderState {
+        let end = self.uops.len() as i64;
+        let rel = |x: u32| match x {
+            NONE => -1,
+            x if x == NONE - 1 => -2,
+            x => end - x as i64,
+        };
+        BuilderState {
+            producer: self.producer.iter().map(|&p| rel(p)).collect(),
+            stores: self
+                .stores
+                .iter()
+                .map(|st| (st.stat, rel(st.data), st.prod.map(rel)))
+                .collect(),
+        }
+    }
+
+    /// Appends one iteration: a shifted copy of the template once the graph
+    /// repeats (from the second or third iteration on, every input comes from
+    /// the same or an earlier iteration at a fixed distance), else built
+    /// from the instructions.
+    pub fn build_iteration(&mut self) {
+        match self.template {
+            Some(t) => self.copy_iteration(t),
+            None if self.built > TEMPLATE_SEARCH => self.build_from_instructions(),
+            None => {
+                self.build_from_instructions();
+                let k = self.built - 1;
+                let state = self.builder_state();
+                if let Some(last) = &self.last_state {
+                    // How far back a producer may point: not into the first iteration.
+                    let reach = self.uops.len() as i64 - self.uop_start[1] as i64;
+                    if self.repeats_previous(k) && Self::state_repeats(last, &state, reach) {
+                        self.template = Some(k);
+                    }
+                }
+                self.last_state = Some(state);
+            }
+        }
+        self.uop_start.push(self.uops.len() as u32);
+        self.dep_start.push(self.deps.len() as u32);
+    }
+
+    /// Whether iteration `k` is iteration `k - 1` shifted by one
+    /// iteration's µops, inputs and instructions.
+    fn repeats_previous(&self, k: usize) -> bool {
+        let n = self.shapes.len() as u32;
+        let (u0, u1, u2) = (
+            self.uop_start[k - 1],
+            self.uop_start[k],
+            self.uops.len() as u32,
+        );
+        let (d0, d1, d2) = (
+            self.dep_start[k - 1],
+            self.dep_start[k],
+            self.deps.len() as u32,
+        );
+        let (du, dd) = (u1 - u0, d1 - d0);
+        if u2 - u1 != du || d2 - d1 != dd {
+            return false;
+        }
+        let same_uop = |a: &Uop, b: &Uop| {
+            b.insn == a.insn + n
+                && b.ports == a.ports
+                && b.latency == a.latency
+                && b.occupancy == a.occupancy
+                && b.deps.start == a.deps.start + dd
+                && b.deps.end == a.deps.end + dd
+        };
+        let same_dep = |i: u32| {
+            let (a, b) = (i as usize, (i + dd) as usize);
+            self.deps[b] == (self.deps[a].0 + du, self.deps[a].1) && self.why[b] == self.why[a]
+        };
+        let same_dyn = |i: usize| {
+            let (a, b) = (&self.dyns[i], &self.dyns[i + n as usize]);
+            b.stat == a.stat
+                && b.uops.start == a.uops.start + du
+                && b.uops.end == a.uops.end + du
+                && b.slots == a.slots
+                && b.bytes == a.bytes
+                && b.exec.map(|e| e as u32) == a.exec.map(|e| e as u32 + du)
+        };
+        (u0..u1).all(|u| same_uop(&self.uops[u as usize], &self.uops[(u + du) as usize]))
+            && (d0..d1).all(same_dep)
+            && ((k - 1) * n as usize..k * n as usize).all(same_dyn)
+    }
+
+    /// Whether the builder's state after iteration k (`now`) is the one after
+    /// k − 1 (`last`) moved one iteration on — then the graph repeats from
+    /// here: the builder works the same on it. The stores are compared from
+    /// the newest (the oldest of `now` have no counterpart in `last`; they
+    /// are the first iteration's, and no later load can reach them when no
+    /// producer still points into that iteration, as required here: a
+    /// register's producer moves on by one iteration every iteration).
+    fn state_repeats(last: &BuilderState, now: &BuilderState, reach: i64) -> bool {
+        let (a, b) = (&last.stores, &now.stores);
+        let tail = a.len().min(b.len());
+        last.producer == now.producer
+            && a[a.len() - tail..] == b[b.len() - tail..]
+            && (b.len() == a.len() || a.len() < 64)
+            && now.producer.iter().all(|&p| p <= reach)
+    }
+
+    /// Appends iteration `built` as a copy of iteration `t` shifted.
+    fn copy_iteration(&mut self, t: usize) {
+        let it = self.built;
+        self.built += 1;
+        let n = self.shapes.len();
+        let shift = (it - t) as u32;
+        let (u0, u1) = (self.uop_start[t], self.uop_start[t + 1]);
+        let (d0, d1) = (self.dep_start[t], self.dep_start[t + 1]);
+        let (du, dd, dn) = (shift * (u1 - u0), shift * (d1 - d0), shift * n as u32);
+        for k in d0..d1 {
+            let (p, x) = self.deps[k as usize];
+            self.deps.push((p + du, x));
+            let w = self.why[k as usize];
+            self.why.push(w);
+        }
+        for u in u0..u1 {
+            let a = &self.uops[u as usize];
+            let b = Uop {
+                insn: a.insn + dn,
+                ports: a.ports,
+                latency: a.latency,
+                occupancy: a.occupancy,
+                deps: a.deps.start + dd..a.deps.end + dd,
+                issued: NOT_YET,
+                complete: NOT_YET,
+                ready: NOT_YET,
+            };
+            self.uops.push(b);
+        }
+        for i in t * n..(t + 1) * n {
+            let a = &self.dyns[i];
+            let b = Dyn {
+                stat: a.stat,
+                iter: it,
+                uops: a.uops.start + du..a.uops.end + du,
+                slots: a.slots,
+                bytes: a.bytes,
+                dispatched: 0,
+                retired: None,
+                exec: a.exec.map(|e| e + du as usize),
+                dispatch_stall: None,
+            };
+            self.dyns.push(b);
         }
     }
 
@@ -205,15 +402,15 @@ impl<'a> Graph<'a> {
             latency,
             occupancy,
             deps: from..self.deps.len() as u32,
-            issued: None,
-            complete: None,
-            ready: None,
+            issued: NOT_YET,
+            complete: NOT_YET,
+            ready: NOT_YET,
         });
         (self.uops.len() - 1) as u32
     }
 
-    /// Appends one iteration of the block.
-    pub fn build_iteration(&mut self) {
+    /// Appends one iteration of the block, from its instructions.
+    fn build_from_instructions(&mut self) {
         let m = self.m;
         let shapes = self.shapes;
         let n = shapes.len();
@@ -363,7 +560,7 @@ impl<'a> Graph<'a> {
         let mut t = dispatched + 1;
         for k in self.uops[u].deps.clone() {
             let (p, extra) = self.deps[k as usize];
-            t = t.max(self.uops[p as usize].complete.unwrap_or(0) + extra as u64);
+            t = t.max(self.uops[p as usize].complete().unwrap_or(0) + extra as u64);
         }
         t
     }
@@ -486,19 +683,19 @@ pub(crate) fn simulate<'a>(
     let nports = port_names.len().max(1);
     let mut port_free = vec![0u64; nports];
     let mut port_load = vec![0u64; nports];
-    // Port sets as bit masks (machines with more than 64 ports: no masks).
-    let wide = nports > 64;
+    // Port sets as bit masks (a machine has at most 64 ports, checked when
+    // its description is read); an empty set (0) needs no port.
     let masks: Vec<u64> = g
         .port_sets
         .iter()
-        .map(|s| {
-            s.iter()
-                .fold(0u64, |m, &p| m | 1u64.checked_shl(p as u32).unwrap_or(0))
-        })
+        .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p))
         .collect();
     // Event-driven issue: a µop enters `ready_heap` once every input has
     // issued (so its ready time is known) and it is dispatched; from there
-    // it moves to `issuable` (kept in age order) when its time comes.
+    // it moves to the queue of its port set (kept in age order) when its
+    // time comes. Issuing the oldest head among the queues whose ports have
+    // one free is issuing oldest first: within a pass free ports only get
+    // fewer, so a queue passed over stays passed over.
     let room = g.uops.capacity();
     let mut pending: Vec<u32> = Vec::with_capacity(room);
     // Dependents as linked lists: first edge per µop, (dependent, next edge).
@@ -507,7 +704,7 @@ pub(crate) fn simulate<'a>(
     let mut dispatched_uop: Vec<bool> = Vec::with_capacity(room);
     let mut ready_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>> =
         std::collections::BinaryHeap::with_capacity(64);
-    let mut issuable: Vec<u32> = Vec::with_capacity(64);
+    let mut queues: Vec<VecDeque<u32>> = vec![VecDeque::new(); g.port_sets.len()];
     let mut next_dispatch = 0usize;
     let mut owed = 0u32;
     let mut rob: VecDeque<usize> = VecDeque::new();
@@ -529,7 +726,7 @@ pub(crate) fn simulate<'a>(
             let done = g.dyns[front]
                 .uops
                 .clone()
-                .all(|u| g.uops[u as usize].complete.is_some_and(|c| c <= cycle));
+                .all(|u| g.uops[u as usize].complete <= cycle);
             if !done {
                 break;
             }
@@ -569,57 +766,49 @@ pub(crate) fn simulate<'a>(
                     break;
                 }
                 ready_heap.pop();
-                let at = issuable.partition_point(|&x| x < u);
-                issuable.insert(at, u);
+                let q = &mut queues[g.uops[u as usize].ports as usize];
+                let at = q.partition_point(|&x| x < u);
+                q.insert(at, u);
             }
-            // Ports free this cycle as a bit set: a µop whose ports are all
-            // busy is passed over without looking at each (a port-bound
-            // block keeps hundreds of ready µops waiting).
-            let mut free = if wide {
-                u64::MAX
-            } else {
-                (0..nports)
-                    .filter(|&p| port_free[p] <= cycle)
-                    .fold(0u64, |m, p| m | 1 << p)
-            };
-            let mut keep = 0;
-            for k in 0..issuable.len() {
-                let u = issuable[k] as usize;
-                let ps = g.uops[u].ports as usize;
-                let set = &g.port_sets[ps];
-                if !set.is_empty() && masks[ps] & free == 0 {
-                    issuable[keep] = u as u32;
-                    keep += 1;
-                    continue;
-                }
-                let port = if set.is_empty() {
-                    None
-                } else {
-                    match set
-                        .iter()
-                        .copied()
-                        .filter(|&p| port_free[p] <= cycle)
-                        .min_by_key(|&p| (port_load[p], p))
-                    {
-                        Some(p) => Some(p),
-                        None => {
-                            issuable[keep] = u as u32;
-                            keep += 1;
-                            continue;
+            let mut free = (0..nports)
+                .filter(|&p| port_free[p] <= cycle)
+                .fold(0u64, |m, p| m | 1 << p);
+            loop {
+                let mut best: Option<(u32, usize)> = None;
+                for (k, q) in queues.iter().enumerate() {
+                    if let Some(&u) = q.front() {
+                        let can = masks[k] == 0 || masks[k] & free != 0;
+                        if can && best.is_none_or(|(b, _)| u < b) {
+                            best = Some((u, k));
                         }
                     }
+                }
+                let Some((u, k)) = best else {
+                    break;
                 };
+                queues[k].pop_front();
+                let u = u as usize;
                 let occupancy = g.uops[u].occupancy as u64;
-                if let Some(p) = port {
-                    port_free[p] = cycle + occupancy;
-                    port_load[p] += occupancy;
-                    if occupancy > 0 && !wide {
-                        free &= !(1 << p);
+                let mut candidates = masks[k] & free;
+                if candidates != 0 {
+                    // The least used free port, the lowest on a tie.
+                    let mut port = candidates.trailing_zeros() as usize;
+                    while candidates != 0 {
+                        let p = candidates.trailing_zeros() as usize;
+                        if port_load[p] < port_load[port] {
+                            port = p;
+                        }
+                        candidates &= candidates - 1;
+                    }
+                    port_free[port] = cycle + occupancy;
+                    port_load[port] += occupancy;
+                    if occupancy > 0 {
+                        free &= !(1 << port);
                     }
                 }
-                g.uops[u].issued = Some(cycle);
+                g.uops[u].issued = cycle;
                 issued_uops += 1;
-                g.uops[u].complete = Some(cycle + g.uops[u].latency as u64);
+                g.uops[u].complete = cycle + g.uops[u].latency as u64;
                 let mut e = first_edge[u];
                 while e != NONE {
                     let (d, next) = edges[e as usize];
@@ -627,13 +816,12 @@ pub(crate) fn simulate<'a>(
                     pending[d] -= 1;
                     if pending[d] == 0 && dispatched_uop[d] {
                         let r = g.ready_time(d, g.dyns[g.uops[d].insn as usize].dispatched);
-                        g.uops[d].ready = Some(r);
+                        g.uops[d].ready = r;
                         ready_heap.push(std::cmp::Reverse((r, d as u32)));
                     }
                     e = next;
                 }
             }
-            issuable.truncate(keep);
         }
         // Dispatch (what a microcoded instruction wider than the machine
         // took beyond its first cycle is paid from the next ones).
@@ -650,7 +838,7 @@ pub(crate) fn simulate<'a>(
                     first_edge.push(NONE);
                     for k in g.uops[u].deps.clone() {
                         let p = g.deps[k as usize].0 as usize;
-                        if g.uops[p].issued.is_none() {
+                        if g.uops[p].issued == NOT_YET {
                             edges.push((u as u32, first_edge[p]));
                             first_edge[p] = (edges.len() - 1) as u32;
                             waiting_on += 1;
@@ -688,7 +876,7 @@ pub(crate) fn simulate<'a>(
                 dispatched_uop[u] = true;
                 if pending[u] == 0 {
                     let r = g.ready_time(u, cycle);
-                    g.uops[u].ready = Some(r);
+                    g.uops[u].ready = r;
                     ready_heap.push(std::cmp::Reverse((r, u as u32)));
                 }
             }
