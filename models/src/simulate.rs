@@ -129,6 +129,7 @@ pub(crate) struct Graph<'a> {
     /// (producer µop, extra latency beyond the producer's).
     pub deps: Vec<(u32, u32)>,
     pub why: Vec<DepWhy>,
+    /// Producer of each register in `written`, same order.
     producer: Vec<u32>,
     stores: VecDeque<StoreRec>,
     /// Iterations built.
@@ -142,6 +143,8 @@ pub(crate) struct Graph<'a> {
     /// The builder's state after the previous iteration, µop ids made
     /// relative to that iteration's end.
     last_state: Option<BuilderState>,
+    /// Registers the block writes (the others never get a producer).
+    written: Vec<Reg>,
 }
 
 /// What decides the next iterations' inputs: each register's producer and
@@ -154,6 +157,48 @@ struct BuilderState {
     stores: Vec<(usize, i64, [i64; 4])>,
 }
 
+/// A graph's big arrays, handed from one graph to the next on a thread
+/// (the analyzer models thousands of blocks: no allocation once warm).
+#[derive(Default)]
+struct GraphArrays {
+    uops: Vec<Uop>,
+    dyns: Vec<Dyn>,
+    deps: Vec<(u32, u32)>,
+    why: Vec<DepWhy>,
+    uop_start: Vec<u32>,
+    dep_start: Vec<u32>,
+}
+
+impl GraphArrays {
+    fn clear(&mut self) {
+        self.uops.clear();
+        self.dyns.clear();
+        self.deps.clear();
+        self.why.clear();
+        self.uop_start.clear();
+        self.dep_start.clear();
+    }
+}
+
+thread_local! {
+    static GRAPH_ARRAYS: std::cell::RefCell<GraphArrays> = std::cell::RefCell::default();
+}
+
+impl Drop for Graph<'_> {
+    fn drop(&mut self) {
+        let arrays = GraphArrays {
+            uops: std::mem::take(&mut self.uops),
+            dyns: std::mem::take(&mut self.dyns),
+            deps: std::mem::take(&mut self.deps),
+            why: std::mem::take(&mut self.why),
+            uop_start: std::mem::take(&mut self.uop_start),
+            dep_start: std::mem::take(&mut self.dep_start),
+        };
+        // During thread teardown the slot may be gone: then just free them.
+        let _ = GRAPH_ARRAYS.try_with(|a| *a.borrow_mut() = arrays);
+    }
+}
+
 /// Iterations the builder compares with their predecessor looking for a
 /// template before it gives up and builds every iteration by hand.
 const TEMPLATE_SEARCH: usize = 6;
@@ -163,16 +208,16 @@ impl<'a> Graph<'a> {
         let n = shapes.len();
         let mut port_sets: Vec<Vec<usize>> = Vec::new();
         let mut set_of = |class: &str| -> u16 {
-            let cost = m.class(class);
-            let set: Vec<usize> = cost
-                .ports
-                .iter()
-                .map(|p| port_names.iter().position(|x| x == p).unwrap_or(0))
-                .collect();
-            match port_sets.iter().position(|s| *s == set) {
+            let ports = &m.class(class).ports;
+            let index = |p: &String| port_names.iter().position(|x| x == p).unwrap_or(0);
+            // Compared in place: most classes of a block share a few sets.
+            let same = |s: &Vec<usize>| {
+                s.len() == ports.len() && s.iter().zip(ports).all(|(&a, p)| a == index(p))
+            };
+            match port_sets.iter().position(same) {
                 Some(k) => k as u16,
                 None => {
-                    port_sets.push(set);
+                    port_sets.push(ports.iter().map(index).collect());
                     (port_sets.len() - 1) as u16
                 }
             }
@@ -201,9 +246,15 @@ impl<'a> Graph<'a> {
             .collect();
         let store_addr_ports = set_of("store_addr");
         let store_data_ports = set_of("store_data");
-        // Room for the iterations a typical run builds, to spare regrowth.
-        let per_iter_uops = 2 * n + 4;
-        let expect = 32;
+        // The arrays of the thread's previous graph, emptied.
+        let mut arrays = GRAPH_ARRAYS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+        arrays.clear();
+        let mut written: Vec<Reg> = shapes
+            .iter()
+            .flat_map(|s| s.writes.iter().copied())
+            .collect();
+        written.sort_unstable();
+        written.dedup();
         Graph {
             store_addr_ports,
             store_data_ports,
@@ -211,17 +262,24 @@ impl<'a> Graph<'a> {
             shapes,
             costs,
             port_sets,
-            uops: Vec::with_capacity(expect * per_iter_uops),
-            dyns: Vec::with_capacity(expect * n),
-            deps: Vec::with_capacity(expect * 2 * per_iter_uops),
-            why: Vec::with_capacity(expect * 2 * per_iter_uops),
-            producer: vec![NONE; FLAGS as usize + 1],
+            uops: arrays.uops,
+            dyns: arrays.dyns,
+            deps: arrays.deps,
+            why: arrays.why,
+            producer: vec![NONE; written.len()],
             stores: VecDeque::new(),
             built: 0,
             template: None,
-            uop_start: vec![0],
-            dep_start: vec![0],
+            uop_start: {
+                arrays.uop_start.push(0);
+                arrays.uop_start
+            },
+            dep_start: {
+                arrays.dep_start.push(0);
+                arrays.dep_start
+            },
             last_state: None,
+            written,
         }
     }
 
@@ -374,13 +432,17 @@ impl<'a> Graph<'a> {
         }
     }
 
+    /// A register's producer: [`NONE`] for one the block never writes.
     fn producer(&self, r: Reg) -> u32 {
-        self.producer.get(r as usize).copied().unwrap_or(NONE)
+        match self.written.iter().position(|&w| w == r) {
+            Some(k) => self.producer[k],
+            None => NONE,
+        }
     }
 
     fn set_producer(&mut self, r: Reg, u: u32) {
-        if let Some(x) = self.producer.get_mut(r as usize) {
-            *x = u;
+        if let Some(k) = self.written.iter().position(|&w| w == r) {
+            self.producer[k] = u;
         }
     }
 
@@ -598,7 +660,7 @@ impl Steady {
             } else {
                 usize::MAX / 4
             },
-            marks: Vec::with_capacity(iterations),
+            marks: Vec::with_capacity(iterations.min(64)),
         }
     }
 
@@ -652,6 +714,86 @@ impl Steady {
     }
 }
 
+/// The simulation's working buffers, reused from one block to the next.
+#[derive(Default)]
+struct Scratch {
+    /// Per µop: inputs not issued yet.
+    pending: Vec<u32>,
+    /// Dependents as linked lists: first edge per µop, (dependent, next edge).
+    first_edge: Vec<u32>,
+    edges: Vec<(u32, u32)>,
+    dispatched_uop: Vec<bool>,
+    wheel: Wheel,
+    /// Issuable µops per port set, oldest first.
+    queues: Vec<VecDeque<u32>>,
+    rob: VecDeque<usize>,
+}
+
+impl Scratch {
+    fn clear(&mut self, port_sets: usize) {
+        self.pending.clear();
+        self.first_edge.clear();
+        self.edges.clear();
+        self.dispatched_uop.clear();
+        self.wheel.clear();
+        self.queues.iter_mut().for_each(VecDeque::clear);
+        self.queues.resize(port_sets, VecDeque::new());
+        self.rob.clear();
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// µops waiting for the cycle their inputs are ready, in buckets by cycle
+/// (a ready time is never in the past and seldom far ahead); those further
+/// than the wheel's span wait in a list.
+#[derive(Default)]
+struct Wheel {
+    slots: Vec<Vec<u32>>,
+    far: Vec<(u64, u32)>,
+}
+
+impl Wheel {
+    const SPAN: u64 = 128;
+
+    fn clear(&mut self) {
+        self.slots.resize(Self::SPAN as usize, Vec::new());
+        self.slots.iter_mut().for_each(Vec::clear);
+        self.far.clear();
+    }
+
+    fn push(&mut self, now: u64, t: u64, u: u32) {
+        debug_assert!(t >= now);
+        if t - now < Self::SPAN {
+            self.slots[(t % Self::SPAN) as usize].push(u);
+        } else {
+            self.far.push((t, u));
+        }
+    }
+
+    /// Hands out every µop ready by `now`: this cycle's bucket, and the
+    /// last cycle's (filled after its last look).
+    fn take_due(&mut self, now: u64, mut f: impl FnMut(u32)) {
+        if !self.far.is_empty() {
+            let slots = &mut self.slots;
+            self.far.retain(|&(t, u)| {
+                let near = t - now < Self::SPAN;
+                if near {
+                    slots[(t % Self::SPAN) as usize].push(u);
+                }
+                !near
+            });
+        }
+        for c in [now.wrapping_sub(1), now] {
+            for u in self.slots[(c % Self::SPAN) as usize].drain(..) {
+                f(u);
+            }
+        }
+    }
+}
+
 /// A simulation's outcome.
 pub(crate) struct SimResult<'a> {
     pub graph: Graph<'a>,
@@ -679,7 +821,8 @@ pub(crate) fn simulate<'a>(
         m.decode_bytes.max(16),
     );
     let total = iterations * n;
-    let mut head = vec![0u64; total];
+    // Grown with the graph (most runs stop long before `total`).
+    let mut head: Vec<u64> = Vec::with_capacity(g.dyns.capacity());
     let nports = port_names.len().max(1);
     let mut port_free = vec![0u64; nports];
     let mut port_load = vec![0u64; nports];
@@ -696,18 +839,20 @@ pub(crate) fn simulate<'a>(
     // time comes. Issuing the oldest head among the queues whose ports have
     // one free is issuing oldest first: within a pass free ports only get
     // fewer, so a queue passed over stays passed over.
-    let room = g.uops.capacity();
-    let mut pending: Vec<u32> = Vec::with_capacity(room);
-    // Dependents as linked lists: first edge per µop, (dependent, next edge).
-    let mut first_edge: Vec<u32> = Vec::with_capacity(room);
-    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(2 * room);
-    let mut dispatched_uop: Vec<bool> = Vec::with_capacity(room);
-    let mut ready_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>> =
-        std::collections::BinaryHeap::with_capacity(64);
-    let mut queues: Vec<VecDeque<u32>> = vec![VecDeque::new(); g.port_sets.len()];
+    // Buffers kept from the thread's previous run (no allocation once warm).
+    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    scratch.clear(g.port_sets.len());
+    let Scratch {
+        pending,
+        first_edge,
+        edges,
+        dispatched_uop,
+        wheel: ready_heap,
+        queues,
+        rob,
+    } = &mut scratch;
     let mut next_dispatch = 0usize;
     let mut owed = 0u32;
-    let mut rob: VecDeque<usize> = VecDeque::new();
     let mut retired = 0usize;
     let mut cycle: u64 = 0;
     let mut steady = Steady::new(iterations, stop_early);
@@ -756,20 +901,19 @@ pub(crate) fn simulate<'a>(
         if let Some(&front) = rob.front() {
             head[front] += 1;
         } else if next_dispatch < total {
+            if next_dispatch >= head.len() {
+                head.resize(next_dispatch + 1, 0);
+            }
             head[next_dispatch] += 1;
         }
         // Issue, oldest first (twice: a zero-latency result can wake a µop
         // in the same cycle).
         for _pass in 0..2 {
-            while let Some(&std::cmp::Reverse((t, u))) = ready_heap.peek() {
-                if t > cycle {
-                    break;
-                }
-                ready_heap.pop();
+            ready_heap.take_due(cycle, |u| {
                 let q = &mut queues[g.uops[u as usize].ports as usize];
                 let at = q.partition_point(|&x| x < u);
                 q.insert(at, u);
-            }
+            });
             let mut free = (0..nports)
                 .filter(|&p| port_free[p] <= cycle)
                 .fold(0u64, |m, p| m | 1 << p);
@@ -817,7 +961,7 @@ pub(crate) fn simulate<'a>(
                     if pending[d] == 0 && dispatched_uop[d] {
                         let r = g.ready_time(d, g.dyns[g.uops[d].insn as usize].dispatched);
                         g.uops[d].ready = r;
-                        ready_heap.push(std::cmp::Reverse((r, d as u32)));
+                        ready_heap.push(cycle, r, d as u32);
                     }
                     e = next;
                 }
@@ -832,6 +976,7 @@ pub(crate) fn simulate<'a>(
             if next_dispatch >= g.dyns.len() {
                 let before = g.uops.len();
                 g.build_iteration();
+                head.resize(g.dyns.len(), 0);
                 for u in before..g.uops.len() {
                     // Only inputs not issued yet will announce themselves.
                     let mut waiting_on = 0;
@@ -877,7 +1022,7 @@ pub(crate) fn simulate<'a>(
                 if pending[u] == 0 {
                     let r = g.ready_time(u, cycle);
                     g.uops[u].ready = r;
-                    ready_heap.push(std::cmp::Reverse((r, u as u32)));
+                    ready_heap.push(cycle, r, u as u32);
                 }
             }
             rob.push_back(next_dispatch);
@@ -886,6 +1031,7 @@ pub(crate) fn simulate<'a>(
         cycle += 1;
     }
     let measured = steady.fallback(measured);
+    SCRATCH.with(|s| *s.borrow_mut() = scratch);
     SimResult {
         graph: g,
         head,
@@ -901,7 +1047,7 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
     let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
     let rob_cap = 64 * n.max(1);
     let mut complete = vec![0u64; g.uops.len()];
-    let mut retire: Vec<u64> = Vec::with_capacity(iterations * n);
+    let mut retire: Vec<u64> = Vec::with_capacity(g.dyns.len());
     let mut steady = Steady::new(iterations, stop_early);
     let (mut cycle, mut slots) = (0u64, 0u32);
     let mut last_retire = 0u64;
