@@ -6,8 +6,11 @@
 //!
 //! Speed matters here (the analyzer models every block of an image): the
 //! graph lives in flat arrays (a µop's inputs are a range of one shared
-//! list, its dependents a linked list in another), and a run stops as soon
-//! as the retirement of whole iterations is exactly periodic.
+//! list, its dependents a linked list in another), reused from block to
+//! block on a thread; once the builder's state repeats, iterations are
+//! shifted copies of a template; ready µops wait in a timing wheel, then
+//! in one age-ordered queue per port set; and a run stops as soon as the
+//! retirement of whole iterations is exactly periodic.
 //!
 //! Limits: the steady-state test looks at iteration boundaries only; a
 //! transient that repeats exactly for three periods is taken for the steady
