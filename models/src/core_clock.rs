@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 /// Adds in one pass of the unrolled loop body.
-const ADDS_PER_PASS: u64 = 500;
+pub const ADDS_PER_PASS: u64 = 500;
 
 /// Result of one calibration.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
@@ -64,7 +64,7 @@ fn measure_once(passes: u64) -> (f64, f64) {
     (ticks / (passes * ADDS_PER_PASS) as f64, ticks / secs)
 }
 
-/// TSC ticks per core cycle from one short run of `passes` × 500 dependent
+/// TSC ticks per core cycle from one short run of `passes` × [`ADDS_PER_PASS`] dependent
 /// adds, rdtsc alone. Being preempted or sharing the core only makes a run
 /// slower, never faster, so the minimum over runs taken next to a
 /// measurement is that measurement's clock.

@@ -250,7 +250,9 @@ pub fn measure(block: &[u8], instructions: usize, cpu: usize) -> Option<Measured
             // The clock is measured between the block's runs, not only
             // before them: the core clock a block ran at is the fastest
             // add chain seen among its own repeats.
-            let clock_passes = ((clock.tsc_hz * 0.0001) / (500.0 * clock.ticks_per_cycle)) as u64;
+            let clock_passes = ((clock.tsc_hz * 0.0001)
+                / (core_clock::ADDS_PER_PASS as f64 * clock.ticks_per_cycle))
+                as u64;
             let mut tpc = clock.ticks_per_cycle;
             for _ in 0..25 {
                 best_c = best_c.min(run_once(block, c, iterations, mid).unwrap_or(u64::MAX));
