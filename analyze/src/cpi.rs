@@ -349,7 +349,7 @@ fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
             let s = shape(&d.instr, &mut info);
             (s.class == "nop" && s.load.is_none() && s.store.is_none())
                 || s.zero_idiom
-                || (s.movable && machine.move_elimination)
+                || machine.eliminates_move(&s)
         })
         .collect()
 }

@@ -80,6 +80,10 @@ pub struct Shape {
     pub zero_idiom: bool,
     /// A register-to-register move the renamer can eliminate.
     pub movable: bool,
+    /// `movzx` of a low byte register into another register (Intel cores
+    /// eliminate these at rename: measured on Golden Cove, 6 per cycle,
+    /// zero latency; the same register or a 16-bit source is not).
+    pub zero_extend_byte: bool,
     /// `add/sub reg, imm` (some cores fold these at rename).
     pub imm_add: bool,
     /// A read-modify-write of memory whose other source is a register
@@ -358,6 +362,14 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             | Mnemonic::Vmovdqu => true,
             _ => false,
         };
+    let zero_extend_byte = reg_reg
+        && i.mnemonic() == Mnemonic::Movzx
+        && i.op1_register().size() == 1
+        && !matches!(
+            i.op1_register(),
+            Register::AH | Register::BH | Register::CH | Register::DH
+        )
+        && i.op0_register().full_register() != i.op1_register().full_register();
     // Measured on Golden Cove: 64-bit add/sub reg, imm and lea disp(base) are
     // folded at rename; 32-bit forms are not.
     let lea_base_disp = i.mnemonic() == Mnemonic::Lea
@@ -554,6 +566,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         vector_mem,
         zero_idiom,
         movable,
+        zero_extend_byte,
         imm_add,
         rmw_reg_source,
         fusible,

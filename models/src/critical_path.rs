@@ -54,7 +54,7 @@ pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
             let load = machine.class(if sh.vector_mem { "vec_load" } else { "load" });
             start = start.max(at(&sh.addr_reads, &ready) + u64::from(load.latency));
         }
-        let latency = if sh.movable && machine.move_elimination {
+        let latency = if machine.eliminates_move(&sh) {
             0
         } else {
             u64::from(machine.class(sh.class).latency)

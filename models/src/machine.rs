@@ -39,6 +39,10 @@ pub struct Machine {
     pub decode_bytes: u32,
     pub macro_fusion: bool,
     pub move_elimination: bool,
+    /// `movzx` from a low byte register into another one is eliminated
+    /// at rename too (see [`crate::classify::Shape::zero_extend_byte`]).
+    #[serde(default)]
+    pub zero_extension_elimination: bool,
     pub zero_idioms: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
@@ -87,6 +91,13 @@ pub enum MachineError {
 }
 
 impl Machine {
+    /// Whether the renamer eliminates this register move (no execution, the
+    /// result aliases the source).
+    pub fn eliminates_move(&self, sh: &crate::classify::Shape) -> bool {
+        (sh.movable && self.move_elimination)
+            || (sh.zero_extend_byte && self.zero_extension_elimination)
+    }
+
     /// Parses and checks a description.
     pub fn parse(name: &str, text: &str) -> Result<Machine, MachineError> {
         let m: Machine = toml::from_str(text).map_err(|e| MachineError::Invalid {

@@ -378,7 +378,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         if sh.zero_idiom && machine.zero_idioms {
             notes.push("zero idiom: no execution, breaks dependencies".into());
         }
-        if sh.movable && machine.move_elimination {
+        if machine.eliminates_move(sh) {
             notes.push("move eliminated at rename".into());
         }
         if sh.imm_add && machine.immediate_folding {

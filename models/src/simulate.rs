@@ -242,7 +242,7 @@ impl<'a> Graph<'a> {
                     load_latency: m.class(load_class).latency,
                     fuse_next: fuse_next(s),
                     eliminated: (sh.zero_idiom && m.zero_idioms)
-                        || (sh.movable && m.move_elimination)
+                        || m.eliminates_move(sh)
                         || (sh.imm_add && m.immediate_folding),
                 }
             })
@@ -589,7 +589,7 @@ impl<'a> Graph<'a> {
                     self.set_producer(w, NONE);
                 } else if let Some(e) = exec_uop {
                     self.set_producer(w, e);
-                } else if sh.movable && m.move_elimination {
+                } else if m.eliminates_move(sh) {
                     let p = sh.reads.first().map_or(NONE, |r| self.producer(*r));
                     self.set_producer(w, p);
                 } else if sh.imm_add && m.immediate_folding {

@@ -1,0 +1,47 @@
+//! Measures blocks on the host with the BHive-style harness and prints the
+//! measured cycles per copy beside the host model's prediction; a tool for
+//! checking a machine description against the machine.
+//!
+//! Run: cargo run --release -p dcpi-models --example measure -- HEX [HEX...]
+//! (each HEX one block, bytes separated by spaces or not).
+
+use dcpi_models::block::{decode, parse_hex};
+use dcpi_models::harness::{measurable, measure};
+use dcpi_models::machine::Machine;
+use dcpi_models::schedule::{analyze, Options, RepeatMode};
+
+fn main() {
+    let machine = Machine::host();
+    for arg in std::env::args().skip(1) {
+        let bytes = match parse_hex(&arg) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("{arg}: {e}");
+                continue;
+            }
+        };
+        let block = match decode(&bytes, 0, false) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("{arg}: {e}");
+                continue;
+            }
+        };
+        let instructions: Vec<_> = block.iter().map(|d| d.instr).collect();
+        if let Some(why) = measurable(&instructions) {
+            eprintln!("{arg}: not measurable: {why}");
+            continue;
+        }
+        let measured = measure(&bytes, instructions.len(), 0).map(|m| m.cycles);
+        let options = Options {
+            mode: RepeatMode::Unrolled,
+            ..Options::default()
+        };
+        let model = analyze(&machine, &block, options).cycles_per_iteration;
+        println!(
+            "{arg}\tmeasured {}\tmodel {:.2}",
+            measured.map_or("-".into(), |c| format!("{c:.2}")),
+            model
+        );
+    }
+}
