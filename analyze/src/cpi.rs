@@ -14,7 +14,9 @@
 //!   idiom, eliminated move) keeping only a twentieth of its share.
 //! - Mispredicts: after a conditional or indirect branch, samples on the
 //!   target and on the instruction after it may be the refetch (measured:
-//!   the refill lands one past the target). Those charges are kept for the
+//!   the refill lands one past the target; after a branch choosing between
+//!   paths inside a loop body, also on the one after that unless the target
+//!   starts with loads). Those charges are kept for the
 //!   views but the instructions they go to (the branch, the target) leave
 //!   the frequency estimate, their best-case cycles with them.
 //! - CPI_i = cycles charged to i / F_i; best_cpi is the model's cycles at the
@@ -372,6 +374,7 @@ fn charge_responsible(
     let mut external = vec![0.0f64; ni];
     let mut refetch = vec![0.0f64; ni];
     let unsure = |last: usize| crate::disasm::may_mispredict(&cfg.insns[last]);
+    let reads_memory = |i: usize| crate::culprits::reads_memory(&cfg.insns[i]).is_some();
     let after_unsure_branch: Vec<bool> = (0..cfg.blocks.len())
         .map(|b| {
             cfg.predecessors(b)
@@ -382,9 +385,33 @@ fn charge_responsible(
     // (datasets/skid): samples charged to a target (a block's first
     // instruction after a conditional or indirect branch) from the
     // instruction executed after it may be the branch's, not the target's.
+    // After a data-dependent branch inside a loop (an if/else in its body,
+    // not the loop's own back edge or exit, which mispredict about once per
+    // loop) the refill is spread wider: one more instruction of the target
+    // is suspect, unless it is a load (a load's samples are its own miss).
+    let after_unsure_forward: Vec<bool> = (0..cfg.blocks.len())
+        .map(|b| {
+            cfg.predecessors(b).any(|e| {
+                let back = cfg
+                    .loops
+                    .iter()
+                    .any(|l| l.header == b && l.body.binary_search(&e.from).is_ok());
+                let exit = cfg.loops_of[e.from]
+                    .iter()
+                    .any(|l| !cfg.loops_of[b].contains(l));
+                !back && !exit && unsure(cfg.blocks[e.from].insns.end - 1)
+            })
+        })
+        .collect();
     let refetch_landing = |to: usize| {
         let b = block_of[to];
-        to == cfg.blocks[b].insns.start && after_unsure_branch[b]
+        let start = cfg.blocks[b].insns.start;
+        (to == start && after_unsure_branch[b])
+            || (to == start + 1
+                && to + 1 < cfg.blocks[b].insns.end
+                && after_unsure_forward[b]
+                && !reads_memory(start)
+                && !reads_memory(start + 1))
     };
     let padding: Vec<bool> = (0..cfg.blocks.len()).map(|b| cfg.is_padding(b)).collect();
     let mut give = |to: usize, s: f64, c: f64| -> usize {
