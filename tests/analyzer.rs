@@ -220,32 +220,30 @@ fn within(v: &Value, estimator: usize, scaled: bool, tol: usize) -> f64 {
 
 /// Floors on the recorded runs (BENCHMARKS.md has the figures): regression
 /// guards a little under today's shares, not the targets (which
-/// are not met: see BENCHMARKS.md). Scaled ±10 % share of samples: kernels
-/// and codec well above the naive estimator, btree and msort above it;
-/// hashtab only unscaled (its fitted scale misleads). codec's scaled share
-/// sits on a threshold (0.61 unscaled, 0.50–0.61 scaled as the model's
-/// best cases move by a few percent: exact steady states moved one of
-/// rle_encode's blocks from 0.80 to 0.83 cycles and the fitted scale with it).
+/// are not met: see BENCHMARKS.md). Scaled ±10 % share of samples, and
+/// unscaled for all but btree, whose unscaled share swings between 0 and
+/// 0.36 with small changes of how sure blocks outside loops are (its
+/// find_index sits near the 10 % edge). codec's scaled share sits on a
+/// threshold (0.61 unscaled, 0.50–0.61 scaled as the model's best cases
+/// move by a few percent: exact steady states moved one of rle_encode's
+/// blocks from 0.80 to 0.83 cycles and the fitted scale with it).
 #[test]
 fn accuracy_floors_against_callgrind() {
-    for (name, floor, over_naive) in [
-        ("kernels", 0.6, 2.0),
-        ("codec", 0.45, 2.0),
-        ("msort", 0.2, 2.0),
-        ("btree", 0.15, 1.5),
+    for (name, floor, unscaled, over_naive) in [
+        ("kernels", 0.6, 0.6, 2.0),
+        ("codec", 0.45, 0.55, 2.0),
+        ("msort", 0.85, 0.85, 2.0),
+        ("btree", 0.25, 0.0, 1.5),
+        ("hashtab", 0.45, 0.25, 2.0),
     ] {
         let v = accuracy(name);
         assert_eq!(v["estimators"][0]["estimator"], "dcpi");
         let ours = within(&v, 0, true, 1);
         assert!(ours >= floor, "{name}: {ours} < {floor}: {v}");
         assert!(ours > over_naive * within(&v, 1, true, 1), "{name}: {v}");
+        let raw = within(&v, 0, false, 1);
+        assert!(raw >= unscaled, "{name} unscaled: {raw} < {unscaled}: {v}");
     }
-    let h = accuracy("hashtab");
-    assert!(within(&h, 0, false, 1) >= 0.1, "{h}");
-    assert!(
-        within(&h, 0, false, 1) > 2.0 * within(&h, 1, false, 1),
-        "{h}"
-    );
 }
 
 #[test]

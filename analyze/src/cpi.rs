@@ -25,7 +25,9 @@
 //!   CPI − best case (negative values, "gain", stay visible).
 
 use crate::cfg::Exit;
-use crate::frequency::{estimate, BlockObservation, CallHints, ClassEstimate, Confidence};
+use crate::frequency::{
+    estimate, prepare, BlockObservation, ClassEstimate, Confidence, Frequencies, Prepared,
+};
 use crate::function_code::FunctionCode;
 use dcpi_models::classify::shape;
 use dcpi_models::critical_path::critical_path;
@@ -126,14 +128,17 @@ pub struct CpiReport {
     pub instructions: Vec<InsnRow>,
     pub warnings: Vec<String>,
     /// How often the callers call this function (their call sites' block
-    /// frequencies summed), when every way in is a known direct call; the
-    /// estimate weighed it against the function's own samples.
+    /// frequencies summed), when every way in is a known direct call and
+    /// its frequencies were solved with theirs.
     pub calls_from_callers: Option<f64>,
 }
 
 /// Best-case timing of one block.
 struct BlockModel {
     cycles: f64,
+    /// Cycles by throughput alone where the block runs outside loops (its
+    /// chain may hide under the code around it); `cycles` elsewhere.
+    low: f64,
     head: Vec<f64>,
     stalls: Vec<Vec<Stall>>,
     bottleneck: String,
@@ -146,6 +151,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
     if insns.iter().any(crate::disasm::is_bad) {
         return BlockModel {
             cycles: 0.0,
+            low: 0.0,
             head: vec![0.0; n],
             stalls: vec![Vec::new(); n],
             bottleneck: "undecodable bytes".into(),
@@ -166,12 +172,19 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
     );
     let mut m = BlockModel {
         cycles: a.cycles_per_iteration,
+        low: a.cycles_per_iteration,
         head: a.insns.iter().map(|t| t.head_cycles).collect(),
         stalls: a.insns.iter().map(|t| t.stalls.clone()).collect(),
         bottleneck: a.bottleneck,
     };
     if code.cfg.loops_of[b].is_empty() {
         // Run once between other code, its dependency chain is exposed.
+        m.low = a
+            .bounds
+            .dispatch
+            .max(a.bounds.ports)
+            .max(a.bounds.front_end)
+            .min(m.cycles);
         let chain = critical_path(machine, insns);
         if chain > m.cycles && m.cycles > 0.0 {
             let factor = chain / m.cycles;
@@ -281,6 +294,7 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
         for &b in &path {
             let m = &mut models[b];
             m.cycles *= factor;
+            m.low *= factor;
             for h in &mut m.head {
                 *h *= factor;
             }
@@ -529,73 +543,106 @@ fn observable(code: &FunctionCode) -> Vec<bool> {
     v
 }
 
-/// The CPI analysis of a function on its own samples.
+/// The CPI analysis of a function on its own samples (without the
+/// functions it is linked to: see [`crate::image_cpi`]).
 pub fn analyze_function(code: &FunctionCode, machine: &Machine) -> CpiReport {
-    analyze_function_called(code, machine, &CallHints::default())
+    let a = FunctionAnalysis::new(code, machine);
+    let freqs = a.frequencies();
+    a.report(freqs, None)
 }
 
-/// The CPI analysis of a function with what its callers and callees say
-/// about its frequencies (see [`crate::call_sites`]).
-pub fn analyze_function_called(
-    code: &FunctionCode,
-    machine: &Machine,
-    hints: &CallHints,
-) -> CpiReport {
-    let cfg = &code.cfg;
-    let nb = cfg.blocks.len();
-    let ni = cfg.insns.len();
-    let mut warnings = Vec::new();
-    let mut models: Vec<BlockModel> = {
-        use rayon::prelude::*;
-        (0..nb)
-            .into_par_iter()
-            .map(|b| model_block(code, b, machine))
-            .collect()
-    };
-    model_loop_paths(code, machine, &mut models);
-    let time = code.time_event;
-    let cps = time.and_then(|t| code.events[t].cycles_per_sample);
-    if time.is_none() {
-        warnings.push(
-            "no time event (cpu-clock, task-clock, cycles) was sampled: frequencies and CPI need one"
-                .into(),
-        );
-    } else if cps.is_none() {
-        warnings.push("the run recorded no core clock: samples cannot become cycles".into());
-    }
-    if code.misaligned_samples > 0 {
-        warnings.push(format!(
-            "{} samples fall inside {} but not on an instruction start (code that is not what the disassembly shows?)",
-            code.misaligned_samples, code.function.name
-        ));
-    }
+/// One function's analysis up to its frequencies: the blocks' best-case
+/// models, what the skid correction needs, and the observations its samples
+/// give; [`FunctionAnalysis::report`] turns frequencies into the report.
+pub struct FunctionAnalysis<'a> {
+    code: &'a FunctionCode,
+    machine: &'a Machine,
+    models: Vec<BlockModel>,
+    block_of: Vec<usize>,
+    fused: Vec<bool>,
+    instant: Vec<bool>,
+    seen: Vec<bool>,
+    /// Loads that can miss: memory reads not from the stack (which stays in L1).
+    loads: Vec<bool>,
+    cps: Option<f64>,
+    warnings: Vec<String>,
+}
 
-    let block_of: Vec<usize> = {
-        let mut v = vec![0; ni];
+impl<'a> FunctionAnalysis<'a> {
+    pub fn new(code: &'a FunctionCode, machine: &'a Machine) -> Self {
+        let cfg = &code.cfg;
+        let nb = cfg.blocks.len();
+        let ni = cfg.insns.len();
+        let mut warnings = Vec::new();
+        let mut models: Vec<BlockModel> = {
+            use rayon::prelude::*;
+            (0..nb)
+                .into_par_iter()
+                .map(|b| model_block(code, b, machine))
+                .collect()
+        };
+        model_loop_paths(code, machine, &mut models);
+        let time = code.time_event;
+        let cps = time.and_then(|t| code.events[t].cycles_per_sample);
+        if time.is_none() {
+            warnings.push(
+                "no time event (cpu-clock, task-clock, cycles) was sampled: frequencies and CPI need one"
+                    .into(),
+            );
+        } else if cps.is_none() {
+            warnings.push("the run recorded no core clock: samples cannot become cycles".into());
+        }
+        if code.misaligned_samples > 0 {
+            warnings.push(format!(
+                "{} samples fall inside {} but not on an instruction start (code that is not what the disassembly shows?)",
+                code.misaligned_samples, code.function.name
+            ));
+        }
+        let mut block_of = vec![0; ni];
         for (b, blk) in cfg.blocks.iter().enumerate() {
             for i in blk.insns.clone() {
-                v[i] = b;
+                block_of[i] = b;
             }
         }
-        v
-    };
-    let fused = fused_branches(code, machine);
-    let instant = done_at_rename(code, machine);
-    let seen = observable(code);
-    // Loads that can miss: memory reads not from the stack (which stays in L1).
-    let loads: Vec<bool> = cfg
-        .insns
-        .iter()
-        .map(|d| {
-            crate::culprits::reads_memory(d).is_some_and(|base| base != iced_x86::Register::RSP)
-        })
-        .collect();
-    // An instruction charged samples that may be a mispredict's refetch
-    // says nothing about its frequency: its samples and its best-case
-    // cycles both stay out of its block's ratio.
-    let observe = |ch: &Charges| -> Vec<BlockObservation> {
-        let clear = |i: usize| seen[i] && ch.external[i] <= 0.0;
-        (0..nb)
+        let loads = cfg
+            .insns
+            .iter()
+            .map(|d| {
+                crate::culprits::reads_memory(d).is_some_and(|base| base != iced_x86::Register::RSP)
+            })
+            .collect();
+        FunctionAnalysis {
+            code,
+            machine,
+            models,
+            block_of,
+            fused: fused_branches(code, machine),
+            instant: done_at_rename(code, machine),
+            seen: observable(code),
+            loads,
+            cps,
+            warnings,
+        }
+    }
+
+    pub fn code(&self) -> &FunctionCode {
+        self.code
+    }
+
+    /// Samples charged to the instructions responsible, splitting a block's
+    /// first samples between its predecessors by `freq` (evenly without).
+    fn charge(&self, freq: Option<&[f64]>) -> Charges {
+        charge_responsible(self.code, &self.block_of, &self.fused, &self.instant, freq)
+    }
+
+    /// What each block's charged samples say of its frequency. An
+    /// instruction charged samples that may be a mispredict's refetch says
+    /// nothing about it: its samples and its best-case cycles both stay out
+    /// of its block's ratio.
+    fn observe(&self, ch: &Charges) -> Vec<BlockObservation> {
+        let cfg = &self.code.cfg;
+        let clear = |i: usize| self.seen[i] && ch.external[i] <= 0.0;
+        (0..cfg.blocks.len())
             .map(|b| {
                 let blk = &cfg.blocks[b];
                 let first = blk.insns.start;
@@ -608,172 +655,199 @@ pub fn analyze_function_called(
                 let on_loads: f64 = blk
                     .insns
                     .clone()
-                    .filter(|&i| clear(i) && loads[i])
+                    .filter(|&i| clear(i) && self.loads[i])
+                    .map(|i| ch.samples[i])
+                    .sum();
+                let best_cycles: f64 = blk
+                    .insns
+                    .clone()
+                    .filter(|&i| clear(i))
+                    .map(|i| self.models[b].head.get(i - first).copied().unwrap_or(0.0))
+                    .sum();
+                let excluded: f64 = blk
+                    .insns
+                    .clone()
+                    .filter(|&i| !clear(i))
                     .map(|i| ch.samples[i])
                     .sum();
                 BlockObservation {
                     samples: total,
+                    excluded,
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
-                    best_cycles: blk
-                        .insns
-                        .clone()
-                        .filter(|&i| clear(i))
-                        .map(|i| models[b].head.get(i - first).copied().unwrap_or(0.0))
-                        .sum(),
+                    straight: cfg.loops_of[b].is_empty(),
+                    best_cycles,
+                    best_cycles_low: if self.models[b].cycles > 0.0 {
+                        best_cycles * self.models[b].low / self.models[b].cycles
+                    } else {
+                        best_cycles
+                    },
                 }
             })
             .collect()
-    };
-    // Pass 1 on the samples where they landed; pass 2 on the samples charged
-    // to the instructions responsible (which needs pass 1's frequencies to
-    // split a block's first samples between its predecessors).
-    let first_pass = charge_responsible(code, &block_of, &fused, &instant, None);
-    let landed = observe(&first_pass);
-    let mut freqs = cps.map(|c| estimate(cfg, &landed, c, hints));
-    let mut ch = charge_responsible(
-        code,
-        &block_of,
-        &fused,
-        &instant,
-        freqs.as_ref().map(|f| &f.freq[..]),
-    );
-    if let Some(c) = cps {
-        let obs = observe(&ch);
-        freqs = Some(estimate(cfg, &obs, c, hints));
-        ch = charge_responsible(
-            code,
-            &block_of,
-            &fused,
-            &instant,
-            freqs.as_ref().map(|f| &f.freq[..]),
-        );
-    }
-    let obs = observe(&ch);
-    let (charged, charged_cycles, refetch) = (ch.samples, ch.cycles, ch.refetch);
-
-    let width = machine.dispatch_width.max(1) as f64;
-    let mut instructions = Vec::with_capacity(ni);
-    for (b, blk) in cfg.blocks.iter().enumerate() {
-        for (k, i) in blk.insns.clone().enumerate() {
-            let d = &cfg.insns[i];
-            let best = models[b].head.get(k).copied().unwrap_or(0.0);
-            let f = freqs.as_ref().map(|f| f.freq[b]);
-            let conf = freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]);
-            let bound = freqs.as_ref().is_some_and(|f| f.upper_bound[b]);
-            let cpi = f.filter(|f| *f > 0.0).map(|f| charged_cycles[i] / f);
-            let reasons = models[b].stalls.get(k).cloned().unwrap_or_default();
-            let static_stall = (best - 1.0 / width).max(0.0);
-            let mut marks: Vec<char> = if static_stall > 0.0 {
-                reasons.iter().map(stall_mark).collect()
-            } else {
-                Vec::new()
-            };
-            marks.sort();
-            marks.dedup();
-            instructions.push(InsnRow {
-                addr: format!("{:#x}", d.addr),
-                vaddr: d.addr,
-                instruction: d.text.clone(),
-                block: b,
-                source: code.lines[i]
-                    .as_ref()
-                    .map(|(f, l)| format!("{}:{l}", f.rsplit('/').next().unwrap_or(f))),
-                samples: code.samples_by_event(i),
-                charged_samples: charged[i],
-                refetch_samples: refetch[i],
-                freq: f,
-                freq_upper_bound: bound,
-                confidence: conf,
-                cpi,
-                best_cpi: best,
-                static_stall,
-                static_marks: marks.into_iter().collect(),
-                static_reasons: reasons,
-                dynamic_stall: cpi.map(|c| c - best),
-            });
-        }
     }
 
-    let header_of: Vec<bool> = (0..nb)
-        .map(|b| cfg.loops.iter().any(|l| l.header == b))
-        .collect();
-    let blocks: Vec<BlockRow> = cfg
-        .blocks
-        .iter()
-        .enumerate()
-        .map(|(b, blk)| {
-            let f = freqs.as_ref().map(|f| f.freq[b]);
-            let cyc: f64 = blk.insns.clone().map(|i| charged_cycles[i]).sum();
-            BlockRow {
-                index: b,
-                start: format!("{:#x}", blk.start),
-                end: format!("{:#x}", blk.end),
-                instructions: blk.insns.len(),
-                freq: f,
-                freq_upper_bound: freqs.as_ref().is_some_and(|f| f.upper_bound[b]),
-                confidence: freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]),
-                class: cfg.class_of[b],
-                loops: cfg.loops_of[b].clone(),
-                loop_header: header_of[b],
-                successors: cfg.successors(b).map(|e| e.to).collect(),
-                exit: blk.exit,
-                samples: obs[b].samples as u64,
-                best_cycles: models[b].cycles,
-                actual_cycles: f.filter(|f| *f > 0.0).map(|f| cyc / f),
-                bottleneck: models[b].bottleneck.clone(),
+    /// Frequencies from the function's own samples: pass 1 on
+    /// the samples where they landed, pass 2 on the samples charged to the
+    /// instructions responsible (which needs pass 1's frequencies to split a
+    /// block's first samples between its predecessors). None without a
+    /// time event or core clock.
+    pub fn frequencies(&self) -> Option<Frequencies> {
+        let c = self.cps?;
+        let cfg = &self.code.cfg;
+        let landed = self.observe(&self.charge(None));
+        let first = estimate(cfg, &landed, c);
+        let obs = self.observe(&self.charge(Some(&first.freq)));
+        Some(estimate(cfg, &obs, c))
+    }
+
+    /// The function's frequency problem with its samples charged by `freq`
+    /// (its frequencies alone), to be solved linked with other functions'.
+    pub fn prepared(&self, freq: &[f64]) -> Option<Prepared> {
+        let c = self.cps?;
+        let obs = self.observe(&self.charge(Some(freq)));
+        Some(prepare(&self.code.cfg, &obs, c))
+    }
+
+    /// The report for frequencies `freqs` (None: samples and the model
+    /// only); `calls` is how often the callers call the function, if known.
+    pub fn report(&self, freqs: Option<Frequencies>, calls: Option<f64>) -> CpiReport {
+        let code = self.code;
+        let machine = self.machine;
+        let cfg = &code.cfg;
+        let nb = cfg.blocks.len();
+        let ni = cfg.insns.len();
+        let models = &self.models;
+        let ch = self.charge(freqs.as_ref().map(|f| &f.freq[..]));
+        let obs = self.observe(&ch);
+        let (charged, charged_cycles, refetch) = (ch.samples, ch.cycles, ch.refetch);
+        let time = code.time_event;
+        let cps = self.cps;
+        let warnings = self.warnings.clone();
+
+        let width = machine.dispatch_width.max(1) as f64;
+        let mut instructions = Vec::with_capacity(ni);
+        for (b, blk) in cfg.blocks.iter().enumerate() {
+            for (k, i) in blk.insns.clone().enumerate() {
+                let d = &cfg.insns[i];
+                let best = models[b].head.get(k).copied().unwrap_or(0.0);
+                let f = freqs.as_ref().map(|f| f.freq[b]);
+                let conf = freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]);
+                let bound = freqs.as_ref().is_some_and(|f| f.upper_bound[b]);
+                let cpi = f.filter(|f| *f > 0.0).map(|f| charged_cycles[i] / f);
+                let reasons = models[b].stalls.get(k).cloned().unwrap_or_default();
+                let static_stall = (best - 1.0 / width).max(0.0);
+                let mut marks: Vec<char> = if static_stall > 0.0 {
+                    reasons.iter().map(stall_mark).collect()
+                } else {
+                    Vec::new()
+                };
+                marks.sort();
+                marks.dedup();
+                instructions.push(InsnRow {
+                    addr: format!("{:#x}", d.addr),
+                    vaddr: d.addr,
+                    instruction: d.text.clone(),
+                    block: b,
+                    source: code.lines[i]
+                        .as_ref()
+                        .map(|(f, l)| format!("{}:{l}", f.rsplit('/').next().unwrap_or(f))),
+                    samples: code.samples_by_event(i),
+                    charged_samples: charged[i],
+                    refetch_samples: refetch[i],
+                    freq: f,
+                    freq_upper_bound: bound,
+                    confidence: conf,
+                    cpi,
+                    best_cpi: best,
+                    static_stall,
+                    static_marks: marks.into_iter().collect(),
+                    static_reasons: reasons,
+                    dynamic_stall: cpi.map(|c| c - best),
+                });
             }
-        })
-        .collect();
-
-    let totals = code.total_samples();
-    let cycles: f64 = code.cycles.iter().sum();
-    let (mut best_total, mut executed) = (0.0, 0.0);
-    if let Some(f) = &freqs {
-        for (b, m) in models.iter().enumerate() {
-            best_total += f.freq[b] * m.cycles;
-            executed += f.freq[b] * cfg.blocks[b].insns.len() as f64;
         }
-    }
-    let time_total: f64 = (0..ni).map(|i| code.time_samples(i) as f64).sum();
-    let confident: f64 = instructions
-        .iter()
-        .filter(|r| r.confidence >= Confidence::Medium)
-        .map(|r| r.charged_samples)
-        .sum();
-    let summary = Summary {
-        samples: code
-            .events
+
+        let header_of: Vec<bool> = (0..nb)
+            .map(|b| cfg.loops.iter().any(|l| l.header == b))
+            .collect();
+        let blocks: Vec<BlockRow> = cfg
+            .blocks
             .iter()
-            .zip(&totals)
-            .map(|(e, n)| (e.name.clone(), *n))
-            .collect(),
-        cycles,
-        best_case_cycles: best_total,
-        instructions_executed: executed,
-        cpi: (executed > 0.0).then(|| cycles / executed),
-        best_cpi: (executed > 0.0).then(|| best_total / executed),
-        dynamic_stall_share: (cycles > 0.0 && freqs.is_some())
-            .then(|| ((cycles - best_total) / cycles).max(0.0)),
-        confident_share: if time_total > 0.0 {
-            confident / time_total
-        } else {
-            0.0
-        },
-    };
-    CpiReport {
-        image: code.image_path.clone(),
-        function: code.function.name.clone(),
-        start: format!("{:#x}", code.function.start),
-        end: format!("{:#x}", code.function.end),
-        machine: machine.name.clone(),
-        events: code.events.iter().map(|e| e.name.clone()).collect(),
-        time_event: time.map(|t| code.events[t].name.clone()),
-        cycles_per_sample: cps,
-        summary,
-        blocks,
-        class_estimates: freqs.map(|f| f.classes).unwrap_or_default(),
-        instructions,
-        warnings,
-        calls_from_callers: hints.calls.map(|c| c.0),
+            .enumerate()
+            .map(|(b, blk)| {
+                let f = freqs.as_ref().map(|f| f.freq[b]);
+                let cyc: f64 = blk.insns.clone().map(|i| charged_cycles[i]).sum();
+                BlockRow {
+                    index: b,
+                    start: format!("{:#x}", blk.start),
+                    end: format!("{:#x}", blk.end),
+                    instructions: blk.insns.len(),
+                    freq: f,
+                    freq_upper_bound: freqs.as_ref().is_some_and(|f| f.upper_bound[b]),
+                    confidence: freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]),
+                    class: cfg.class_of[b],
+                    loops: cfg.loops_of[b].clone(),
+                    loop_header: header_of[b],
+                    successors: cfg.successors(b).map(|e| e.to).collect(),
+                    exit: blk.exit,
+                    samples: obs[b].samples as u64,
+                    best_cycles: models[b].cycles,
+                    actual_cycles: f.filter(|f| *f > 0.0).map(|f| cyc / f),
+                    bottleneck: models[b].bottleneck.clone(),
+                }
+            })
+            .collect();
+
+        let totals = code.total_samples();
+        let cycles: f64 = code.cycles.iter().sum();
+        let (mut best_total, mut executed) = (0.0, 0.0);
+        if let Some(f) = &freqs {
+            for (b, m) in models.iter().enumerate() {
+                best_total += f.freq[b] * m.cycles;
+                executed += f.freq[b] * cfg.blocks[b].insns.len() as f64;
+            }
+        }
+        let time_total: f64 = (0..ni).map(|i| code.time_samples(i) as f64).sum();
+        let confident: f64 = instructions
+            .iter()
+            .filter(|r| r.confidence >= Confidence::Medium)
+            .map(|r| r.charged_samples)
+            .sum();
+        let summary = Summary {
+            samples: code
+                .events
+                .iter()
+                .zip(&totals)
+                .map(|(e, n)| (e.name.clone(), *n))
+                .collect(),
+            cycles,
+            best_case_cycles: best_total,
+            instructions_executed: executed,
+            cpi: (executed > 0.0).then(|| cycles / executed),
+            best_cpi: (executed > 0.0).then(|| best_total / executed),
+            dynamic_stall_share: (cycles > 0.0 && freqs.is_some())
+                .then(|| ((cycles - best_total) / cycles).max(0.0)),
+            confident_share: if time_total > 0.0 {
+                confident / time_total
+            } else {
+                0.0
+            },
+        };
+        CpiReport {
+            image: code.image_path.clone(),
+            function: code.function.name.clone(),
+            start: format!("{:#x}", code.function.start),
+            end: format!("{:#x}", code.function.end),
+            machine: machine.name.clone(),
+            events: code.events.iter().map(|e| e.name.clone()).collect(),
+            time_event: time.map(|t| code.events[t].name.clone()),
+            cycles_per_sample: cps,
+            summary,
+            blocks,
+            class_estimates: freqs.map(|f| f.classes).unwrap_or_default(),
+            instructions,
+            warnings,
+            calls_from_callers: calls,
+        }
     }
 }

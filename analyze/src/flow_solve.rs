@@ -26,9 +26,22 @@ pub struct FlowProblem {
     /// Per block: (estimated frequency, its standard error) where an
     /// estimate exists.
     pub estimates: Vec<Option<(f64, f64)>>,
-    /// Per entry (same order as `entries`): an estimate of the flow that
-    /// comes in from outside there (a function's callers), if known.
-    pub entry_estimates: Vec<Option<(f64, f64)>>,
+    /// Per block: how high its frequency may plausibly be above its
+    /// estimate (a block outside loops whose best case lies between its
+    /// throughput and its exposed dependency chain); a solution up to there
+    /// does not count against the estimate. Empty: none.
+    pub ranges: Vec<Option<f64>>,
+}
+
+/// How often a function is called, tied to its call sites: the flow into
+/// entry `entry` (an index into its `entries`) of part `callee` equals the
+/// sum over `sites` of (part, block, calls in that block) of calls × the
+/// block's frequency. Every way into the callee must be one of the sites.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    pub callee: usize,
+    pub entry: usize,
+    pub sites: Vec<(usize, usize, f64)>,
 }
 
 /// Weight of conservation rows relative to the largest estimate weight.
@@ -41,58 +54,133 @@ const RIDGE: f64 = 1e-9;
 /// consistent solution is taken for a stalled block and loses weight
 /// (iteratively reweighted, up to three rounds); one below it keeps its weight.
 pub fn solve(p: &FlowProblem) -> Option<Vec<f64>> {
-    let mut q = p.clone();
-    let mut f = solve_weighted(&q)?;
+    solve_linked(std::slice::from_ref(p), &[]).map(|mut v| v.remove(0))
+}
+
+/// Solves several functions' problems at once, their call sites tied to
+/// their callees' entries by `links` (one weighted least squares, so a
+/// function with good samples lends its frequency to callers and callees
+/// without them). None when nothing is estimated anywhere; a part with
+/// nothing estimated and no link to one that has comes back zero.
+pub fn solve_linked(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>> {
+    let mut q: Vec<FlowProblem> = parts.to_vec();
+    let mut f = solve_weighted(&q, links)?;
     for _ in 0..3 {
         let mut changed = false;
-        for (e, fb) in q.estimates.iter_mut().zip(&f) {
-            if let Some((est, sd)) = *e {
-                if est - fb > 3.0 * sd && *fb < est * 0.8 {
-                    *e = Some((est, sd.max(est - fb) * 10.0));
-                    changed = true;
+        for (p, fp) in q.iter_mut().zip(&f) {
+            let ranges = p.ranges.clone();
+            for (b, (e, fb)) in p.estimates.iter_mut().zip(fp).enumerate() {
+                if let Some((est, sd)) = *e {
+                    // Within its plausible range above: the estimate gives way.
+                    if let Some(Some(hi)) = ranges.get(b) {
+                        let wide = *hi - est;
+                        if *fb > est && *fb <= *hi && sd < wide {
+                            *e = Some((est, wide));
+                            changed = true;
+                            continue;
+                        }
+                    }
+                    let above = est - fb > 3.0 * sd && *fb < est * 0.8;
+                    if above {
+                        *e = Some((est, sd.max(est - fb) * 10.0));
+                        changed = true;
+                    }
                 }
             }
         }
         if !changed {
             break;
         }
-        f = solve_weighted(&q)?;
+        f = solve_weighted(&q, links)?;
     }
     Some(f)
 }
 
-fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
-    let all = || p.estimates.iter().chain(&p.entry_estimates).flatten();
-    let scale = all().map(|e| e.0 + e.1).fold(0.0f64, f64::max);
-    if scale <= 0.0 {
-        return all().next().is_some().then(|| vec![0.0; p.blocks]);
+/// One unknown: an arc of a part (a real edge, an entry or an exit).
+#[derive(Clone, Copy)]
+struct Arc {
+    part: usize,
+    from: Option<usize>,
+    to: Option<usize>,
+}
+
+fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>> {
+    let all =
+        |p: &'_ FlowProblem| -> Vec<(f64, f64)> { p.estimates.iter().flatten().copied().collect() };
+    if parts.iter().all(|p| all(p).is_empty()) {
+        return None;
     }
-    // Weights 1/σ² in units of the largest estimate; σ has a floor so a
-    // zero estimate does not pin its block infinitely hard.
-    let weigh = |e: &Option<(f64, f64)>| {
+    // Each part in units of its own largest estimate, so weights 1/σ² are
+    // relative errors squared, comparable between parts; σ has a floor so
+    // a zero estimate does not pin its block infinitely hard.
+    let scales: Vec<f64> = parts
+        .iter()
+        .map(|p| all(p).iter().map(|e| e.0 + e.1).fold(0.0f64, f64::max))
+        .collect();
+    if scales.iter().all(|s| *s <= 0.0) {
+        return Some(parts.iter().map(|p| vec![0.0; p.blocks]).collect());
+    }
+    // A part with nothing of its own takes the largest scale of all: it is
+    // only reached through links (or not at all).
+    let top = scales.iter().copied().fold(0.0f64, f64::max);
+    let scales: Vec<f64> = scales
+        .into_iter()
+        .map(|s| if s > 0.0 { s } else { top })
+        .collect();
+    let weigh = |e: &Option<(f64, f64)>, scale: f64| {
         e.map(|(v, sd)| {
             let sigma = (sd / scale).max(1e-4);
-            (v, 1.0 / (sigma * sigma))
+            (v / scale, 1.0 / (sigma * sigma))
         })
     };
-    let weights: Vec<Option<(f64, f64)>> = p.estimates.iter().map(weigh).collect();
-    let entry_weights: Vec<Option<(f64, f64)>> = p.entry_estimates.iter().map(weigh).collect();
+    let weights: Vec<Vec<Option<(f64, f64)>>> = parts
+        .iter()
+        .zip(&scales)
+        .map(|(p, &s)| p.estimates.iter().map(|e| weigh(e, s)).collect())
+        .collect();
     let wmax = weights
         .iter()
-        .chain(&entry_weights)
+        .flatten()
         .flatten()
         .map(|e| e.1)
         .fold(0.0f64, f64::max)
         .max(1e-12);
-    // Unknowns: real edges, then entry edges, then exit edges.
-    let mut arcs: Vec<(Option<usize>, Option<usize>)> =
-        p.edges.iter().map(|&(a, b)| (Some(a), Some(b))).collect();
-    arcs.extend(p.entries.iter().map(|&b| (None, Some(b))));
-    arcs.extend(p.exits.iter().map(|&b| (Some(b), None)));
+    // Unknowns: per part its real edges, then its entry edges, then its exit edges.
+    let mut arcs: Vec<Arc> = Vec::new();
+    let mut first_entry = Vec::with_capacity(parts.len());
+    for (k, p) in parts.iter().enumerate() {
+        arcs.extend(p.edges.iter().map(|&(a, b)| Arc {
+            part: k,
+            from: Some(a),
+            to: Some(b),
+        }));
+        first_entry.push(arcs.len());
+        arcs.extend(p.entries.iter().map(|&b| Arc {
+            part: k,
+            from: None,
+            to: Some(b),
+        }));
+        arcs.extend(p.exits.iter().map(|&b| Arc {
+            part: k,
+            from: Some(b),
+            to: None,
+        }));
+    }
     let mut active = vec![true; arcs.len()];
-    let mut result = vec![0.0; p.blocks];
+    let mut result: Vec<Vec<f64>> = Vec::new();
     for _round in 0..2 {
-        let x = solve_once(p, &weights, &entry_weights, &arcs, &active, scale, wmax)?;
+        let x = solve_once(
+            parts,
+            links,
+            &Rows {
+                weights: &weights,
+                scales: &scales,
+                first_entry: &first_entry,
+                wmax,
+            },
+            &arcs,
+            &active,
+        )?;
         let mut clamped = false;
         for (k, v) in x.iter().enumerate() {
             if active[k] && *v < -1e-9 {
@@ -100,10 +188,10 @@ fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
                 clamped = true;
             }
         }
-        result = vec![0.0; p.blocks];
-        for (k, (_, to)) in arcs.iter().enumerate() {
-            if let (true, Some(b)) = (active[k], to) {
-                result[*b] += x[k].max(0.0) * scale;
+        result = parts.iter().map(|p| vec![0.0; p.blocks]).collect();
+        for (k, a) in arcs.iter().enumerate() {
+            if let (true, Some(b)) = (active[k], a.to) {
+                result[a.part][b] += x[k].max(0.0) * scales[a.part];
             }
         }
         if !clamped {
@@ -113,27 +201,40 @@ fn solve_weighted(p: &FlowProblem) -> Option<Vec<f64>> {
     Some(result)
 }
 
-fn solve_once(
-    p: &FlowProblem,
-    weights: &[Option<(f64, f64)>],
-    entry_weights: &[Option<(f64, f64)>],
-    arcs: &[(Option<usize>, Option<usize>)],
-    active: &[bool],
-    scale: f64,
+/// What the rows are built from, besides the network.
+struct Rows<'a> {
+    weights: &'a [Vec<Option<(f64, f64)>>],
+    scales: &'a [f64],
+    first_entry: &'a [usize],
     wmax: f64,
+}
+
+fn solve_once(
+    parts: &[FlowProblem],
+    links: &[Link],
+    r: &Rows,
+    arcs: &[Arc],
+    active: &[bool],
 ) -> Option<Vec<f64>> {
     let m = arcs.len();
-    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); p.blocks];
-    let mut outs: Vec<Vec<usize>> = vec![Vec::new(); p.blocks];
-    for (k, (from, to)) in arcs.iter().enumerate() {
+    // Blocks numbered across parts.
+    let mut base = Vec::with_capacity(parts.len());
+    let mut nb = 0;
+    for p in parts {
+        base.push(nb);
+        nb += p.blocks;
+    }
+    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    let mut outs: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    for (k, a) in arcs.iter().enumerate() {
         if !active[k] {
             continue;
         }
-        if let Some(f) = from {
-            outs[*f].push(k);
+        if let Some(f) = a.from {
+            outs[base[a.part] + f].push(k);
         }
-        if let Some(t) = to {
-            ins[*t].push(k);
+        if let Some(t) = a.to {
+            ins[base[a.part] + t].push(k);
         }
     }
     // Unknowns renumbered (reverse Cuthill-McKee) so the Cholesky factor of
@@ -150,25 +251,36 @@ fn solve_once(
             }
         }
     };
-    for b in 0..p.blocks {
-        let mut row: Vec<(usize, f64)> = ins[b].iter().map(|&k| (k, 1.0)).collect();
-        row.extend(outs[b].iter().map(|&k| (k, -1.0)));
-        // A self-loop edge appears with +1 and -1: it cancels in conservation.
-        merge(&mut row);
-        if !row.is_empty() {
-            add_row(&row, 0.0, CONSERVATION);
-        }
-        if let Some((est, w)) = weights[b] {
-            let row: Vec<(usize, f64)> = ins[b].iter().map(|&k| (k, 1.0)).collect();
+    for (k, p) in parts.iter().enumerate() {
+        for b in 0..p.blocks {
+            let g = base[k] + b;
+            let mut row: Vec<(usize, f64)> = ins[g].iter().map(|&a| (a, 1.0)).collect();
+            row.extend(outs[g].iter().map(|&a| (a, -1.0)));
+            // A self-loop edge appears with +1 and -1: it cancels in conservation.
+            merge(&mut row);
             if !row.is_empty() {
-                add_row(&row, est / scale, w / wmax);
+                add_row(&row, 0.0, CONSERVATION);
+            }
+            if let Some((est, w)) = r.weights[k][b] {
+                let row: Vec<(usize, f64)> = ins[g].iter().map(|&a| (a, 1.0)).collect();
+                if !row.is_empty() {
+                    add_row(&row, est, w / r.wmax);
+                }
             }
         }
     }
-    for (n, w) in entry_weights.iter().enumerate() {
-        let k = p.edges.len() + n;
-        if let (Some((est, w)), true) = (w, active[k]) {
-            add_row(&[(k, 1.0)], est / scale, w / wmax);
+    // A link: the callee's entry flow minus its call sites' frequencies
+    // (in the callee's units) is zero, as hard as conservation.
+    for l in links {
+        let a = r.first_entry[l.callee] + l.entry;
+        let mut row: Vec<(usize, f64)> = if active[a] { vec![(a, 1.0)] } else { vec![] };
+        for &(part, b, n) in &l.sites {
+            let ratio = n * r.scales[part] / r.scales[l.callee];
+            row.extend(ins[base[part] + b].iter().map(|&k| (k, -ratio)));
+        }
+        merge(&mut row);
+        if !row.is_empty() {
+            add_row(&row, 0.0, CONSERVATION);
         }
     }
     for (k, on) in active.iter().enumerate() {
@@ -261,7 +373,7 @@ mod tests {
                 None,
                 Some((100.0, 10.0)),
             ],
-            entry_estimates: vec![None],
+            ranges: vec![],
         };
         let f = solve(&p).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
@@ -283,7 +395,7 @@ mod tests {
                 Some((900.0, 270.0)),
                 None,
             ],
-            entry_estimates: vec![None],
+            ranges: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -304,25 +416,78 @@ mod tests {
                 Some((500.0, 50.0)),
                 Some((100.0, 10.0)),
             ],
-            entry_estimates: vec![None],
+            ranges: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
     }
 
+    /// A caller's loop (entry 0 -> loop block 1 calling the callee,
+    /// back to itself, exit from 1) and a one-block callee.
+    fn caller_and_callee(caller: Vec<Option<(f64, f64)>>, callee: (f64, f64)) -> Vec<FlowProblem> {
+        vec![
+            FlowProblem {
+                blocks: 2,
+                edges: vec![(0, 1), (1, 1)],
+                entries: vec![0],
+                exits: vec![1],
+                estimates: caller,
+                ranges: vec![],
+            },
+            FlowProblem {
+                blocks: 1,
+                edges: vec![],
+                entries: vec![0],
+                exits: vec![0],
+                estimates: vec![Some(callee)],
+                ranges: vec![],
+            },
+        ]
+    }
+
+    fn call_from_loop() -> Vec<Link> {
+        vec![Link {
+            callee: 1,
+            entry: 0,
+            sites: vec![(0, 1, 2.0)],
+        }]
+    }
+
+    #[test]
+    fn a_callee_gives_its_frequency_to_the_calling_loop() {
+        // The loop has no estimate of its own; its callee, called twice per
+        // iteration, ran 1000 times: the loop block ran 500 times.
+        let parts = caller_and_callee(vec![Some((1.0, 0.2)), None], (1000.0, 100.0));
+        let f = solve_linked(&parts, &call_from_loop()).unwrap();
+        assert!(close(f[0][1], 500.0), "{f:?}");
+        assert!(close(f[1][0], 1000.0), "{f:?}");
+        // Alone, the loop would have run once.
+        let alone = solve(&parts[0]).unwrap();
+        assert!(close(alone[1], 1.0), "{alone:?}");
+    }
+
     #[test]
     fn callers_overrule_a_stalled_callee() {
-        // A one-block function: its ratio says 500 calls, its callers 100.
-        let p = FlowProblem {
-            blocks: 1,
-            edges: vec![],
-            entries: vec![0],
-            exits: vec![0],
-            estimates: vec![Some((500.0, 50.0))],
-            entry_estimates: vec![Some((100.0, 15.0))],
-        };
-        let f = solve(&p).unwrap();
-        assert!((f[0] - 100.0).abs() < 15.0, "{f:?}");
+        // The callee's ratio says 5000 calls (stalls), the caller's loop 500
+        // iterations of two calls each.
+        let parts = caller_and_callee(vec![Some((1.0, 0.2)), Some((500.0, 50.0))], (5000.0, 500.0));
+        let f = solve_linked(&parts, &call_from_loop()).unwrap();
+        assert!((f[1][0] - 1000.0).abs() < 150.0, "{f:?}");
+        assert!((f[0][1] - 500.0).abs() < 75.0, "{f:?}");
+    }
+
+    #[test]
+    fn a_low_estimate_gives_way_within_its_range() {
+        // The callee (outside loops) says 600 calls but could be up to 2000
+        // if its chain hid under the caller; the caller's loop says 500
+        // iterations of two calls.
+        let mut parts =
+            caller_and_callee(vec![Some((1.0, 0.2)), Some((500.0, 50.0))], (600.0, 60.0));
+        let f = solve_linked(&parts, &call_from_loop()).unwrap();
+        assert!(f[1][0] < 800.0, "without a range the two meet: {f:?}");
+        parts[1].ranges = vec![Some(2000.0)];
+        let f = solve_linked(&parts, &call_from_loop()).unwrap();
+        assert!((f[1][0] - 1000.0).abs() < 100.0, "{f:?}");
     }
 
     #[test]
@@ -333,7 +498,7 @@ mod tests {
             entries: vec![0],
             exits: vec![0],
             estimates: vec![None],
-            entry_estimates: vec![None],
+            ranges: vec![],
         };
         assert!(solve(&p).is_none());
     }

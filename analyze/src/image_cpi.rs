@@ -1,23 +1,30 @@
 //! The CPI analysis of every function with samples in one image, in
-//! parallel (rayon), most samples first; and of one function with its
-//! callers' help. Both analyze each function on its own first, then again
-//! with how often its callers call it where that is known
-//! ([`crate::call_sites`]), so `cpi --func` and `cpi --all` agree.
+//! parallel (rayon), most samples first; and of one function with the
+//! functions linked to it. Functions tied by calls are solved together
+//! ([`crate::linked_functions`]), so `cpi --func` and `cpi --all` agree
+//! (to a few parts in 10⁵, the solver's rounding, while the linked group is
+//! at most [`MAX_LINKED`] functions and no function in it has more than
+//! [`MAX_CALLERS`] callers).
 
-use crate::call_sites::{
-    calls_into, own_entry_estimate, single_block_callees, Caller, References, MAX_CALLERS,
-};
-use crate::cpi::{analyze_function, analyze_function_called, CpiReport};
+use crate::call_sites::{References, MAX_CALLERS};
+use crate::cfg::Exit;
+use crate::cpi::{CpiReport, FunctionAnalysis};
 use crate::disasm::Syntax;
 use crate::error::Result;
-use crate::frequency::{CallHints, Confidence};
 use crate::function_code::FunctionCode;
 use crate::function_lookup::{functions_with_samples, open_image};
 use crate::image::ElfImage;
+use crate::linked_functions::reports;
 use crate::samples::{ImageSamples, Profile, SampleFilter};
 use dcpi_collect::db::reader::ImageRow;
 use dcpi_models::machine::Machine;
 use rayon::prelude::*;
+use std::collections::{HashSet, VecDeque};
+
+/// Functions `cpi --func` loads to solve one function with the functions
+/// linked to it (callers, callees, their callers...): enough for a program's
+/// call graph around a hot function, bounded for a library's.
+pub const MAX_LINKED: usize = 64;
 
 pub struct ImageCpi {
     pub reports: Vec<CpiReport>,
@@ -25,35 +32,6 @@ pub struct ImageCpi {
     pub code: Vec<FunctionCode>,
     /// Functions that could not be analyzed, with why.
     pub failures: Vec<String>,
-}
-
-/// Block frequencies and confidences of a report (None without a time event).
-fn block_freqs(rep: &CpiReport) -> Option<(Vec<f64>, Vec<Confidence>)> {
-    let freq: Option<Vec<f64>> = rep.blocks.iter().map(|b| b.freq).collect();
-    Some((freq?, rep.blocks.iter().map(|b| b.confidence).collect()))
-}
-
-/// How often `callers` (analyzed on their own) call `code`'s function, if
-/// every way into it is one of their direct calls.
-fn calls_by(
-    code: &FunctionCode,
-    callers: &[(&FunctionCode, &CpiReport)],
-    refs: &References,
-) -> Option<(f64, f64)> {
-    let freqs: Vec<Option<(Vec<f64>, Vec<Confidence>)>> =
-        callers.iter().map(|(_, r)| block_freqs(r)).collect();
-    let known: Vec<Caller> = callers
-        .iter()
-        .zip(&freqs)
-        .filter_map(|((c, _), f)| {
-            f.as_ref().map(|(freq, confidence)| Caller {
-                code: c,
-                freq,
-                confidence,
-            })
-        })
-        .collect();
-    calls_into(&code.function, &known, refs)
 }
 
 pub fn analyze_image(
@@ -66,66 +44,27 @@ pub fn analyze_image(
     let image = open_image(profile, row)?;
     let samples = profile.image_samples(row, filter)?;
     let funcs = functions_with_samples(&image, &samples);
-    let results: Vec<std::result::Result<(FunctionCode, CpiReport), String>> = funcs
+    let results: Vec<std::result::Result<FunctionCode, String>> = funcs
         .par_iter()
         .map(|(f, _)| {
             FunctionCode::load(&image, &samples, f, syntax, None)
-                .map(|code| {
-                    let rep = analyze_function(&code, machine);
-                    (code, rep)
-                })
                 .map_err(|e| format!("{}: {e}", f.name))
         })
         .collect();
-    let mut alone = Vec::new();
+    let mut code = Vec::new();
     let mut failures = Vec::new();
     for r in results {
         match r {
-            Ok(x) => alone.push(x),
+            Ok(x) => code.push(x),
             Err(e) => failures.push(e),
         }
     }
     let refs = References::build(&image);
-    let by_start: std::collections::HashMap<u64, usize> = alone
-        .iter()
-        .enumerate()
-        .map(|(i, (c, _))| (c.function.start, i))
+    let members: Vec<&FunctionCode> = code.iter().collect();
+    let reports = solve(&members, machine, &refs, None)
+        .into_iter()
+        .map(|r| r.expect("every report was asked for"))
         .collect();
-    let calls: Vec<Option<(f64, f64)>> = alone
-        .par_iter()
-        .map(|(code, _)| {
-            let starts = caller_starts(&image, &refs, code.function.start)?;
-            let callers: Vec<(&FunctionCode, &CpiReport)> = starts
-                .iter()
-                .filter_map(|s| by_start.get(s))
-                .map(|&i| (&alone[i].0, &alone[i].1))
-                .collect();
-            calls_by(code, &callers, &refs)
-        })
-        .collect();
-    let hints: Vec<CallHints> = alone
-        .par_iter()
-        .zip(calls)
-        .map(|((code, _), calls)| CallHints {
-            calls,
-            blocks: callee_hints(code, &refs, |g| {
-                by_start
-                    .get(&g)
-                    .and_then(|&i| own_entry_estimate(&alone[i].1))
-            }),
-        })
-        .collect();
-    let (code, reports): (Vec<FunctionCode>, Vec<CpiReport>) = alone
-        .into_par_iter()
-        .zip(hints)
-        .map(|((code, rep), hints)| {
-            if hints.calls.is_none() && hints.blocks.is_empty() {
-                return (code, rep);
-            }
-            let rep = analyze_function_called(&code, machine, &hints);
-            (code, rep)
-        })
-        .unzip();
     Ok(ImageCpi {
         reports,
         code,
@@ -133,20 +72,19 @@ pub fn analyze_image(
     })
 }
 
-/// Block hints from the callees each called from one block of `code`
-/// only: the callee's own entry estimate over its call sites there.
-fn callee_hints(
-    code: &FunctionCode,
+/// Each member analyzed on its own samples, then linked members together.
+fn solve(
+    members: &[&FunctionCode],
+    machine: &Machine,
     refs: &References,
-    entry_of: impl Fn(u64) -> Option<(f64, f64)>,
-) -> Vec<(usize, f64, f64)> {
-    single_block_callees(code, refs)
-        .into_iter()
-        .filter_map(|(g, b, n)| {
-            let (f, sd) = entry_of(g)?;
-            Some((b, f / n as f64, sd / n as f64))
-        })
-        .collect()
+    only: Option<usize>,
+) -> Vec<Option<CpiReport>> {
+    let analyses: Vec<FunctionAnalysis> = members
+        .par_iter()
+        .map(|c| FunctionAnalysis::new(c, machine))
+        .collect();
+    let alone = analyses.par_iter().map(|a| a.frequencies()).collect();
+    reports(&analyses, members, alone, refs, only)
 }
 
 /// Start addresses of the functions whose bytes point at `func` with a
@@ -162,8 +100,27 @@ fn caller_starts(image: &ElfImage, refs: &References, func: u64) -> Option<Vec<u
     (starts.len() <= MAX_CALLERS).then_some(starts)
 }
 
-/// One function's CPI analysis, with its callers' help where they tell how
-/// often they call it (the same result `analyze_image` gives for it).
+/// Direct call and tail jump targets of a function.
+fn callees(code: &FunctionCode) -> Vec<u64> {
+    let mut out: Vec<u64> = code
+        .cfg
+        .blocks
+        .iter()
+        .flat_map(|b| {
+            let tail = match b.exit {
+                Some(Exit::TailCall(t)) => Some(t),
+                _ => None,
+            };
+            b.calls.iter().flatten().copied().chain(tail)
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// One function's CPI analysis, solved with the functions linked to it
+/// (the result `analyze_image` gives for it, see the module's limits).
 pub fn analyze_with_callers(
     image: &ElfImage,
     samples: &ImageSamples,
@@ -171,56 +128,56 @@ pub fn analyze_with_callers(
     machine: &Machine,
     syntax: Syntax,
 ) -> CpiReport {
-    let alone = analyze_function(code, machine);
-    if alone.cycles_per_sample.is_none() {
-        return alone;
-    }
     let refs = References::build(image);
-    let sampled: std::collections::HashSet<u64> = functions_with_samples(image, samples)
+    let sampled: HashSet<u64> = functions_with_samples(image, samples)
         .into_iter()
         .map(|(f, _)| f.start)
         .collect();
-    let analyze_alone = |s: u64| {
-        let f = image.symbols.function_at(s)?;
-        let c = FunctionCode::load(image, samples, &f, syntax, None).ok()?;
-        let r = analyze_function(&c, machine);
-        Some((c, r))
-    };
-    let callees: Vec<(u64, Option<(f64, f64)>)> = single_block_callees(code, &refs)
-        .par_iter()
-        .filter(|(g, _, _)| sampled.contains(g))
-        .map(|&(g, _, _)| {
-            (
-                g,
-                analyze_alone(g).and_then(|(_, r)| own_entry_estimate(&r)),
-            )
-        })
-        .collect();
-    let blocks = callee_hints(code, &refs, |g| {
-        callees.iter().find(|(s, _)| *s == g).and_then(|(_, e)| *e)
-    });
-    let with_blocks = |calls: Option<(f64, f64)>| {
-        if calls.is_none() && blocks.is_empty() {
-            return alone.clone();
-        }
-        let hints = CallHints {
-            calls,
-            blocks: blocks.clone(),
+    // Breadth first over callers and callees with samples that links may tie.
+    let mut seen: HashSet<u64> = HashSet::from([code.function.start]);
+    let mut others: Vec<FunctionCode> = Vec::new();
+    let mut queue: VecDeque<u64> = VecDeque::from([code.function.start]);
+    while let Some(s) = queue.pop_front() {
+        let around: Vec<u64> = {
+            let c = if s == code.function.start {
+                code
+            } else {
+                match others.iter().find(|o| o.function.start == s) {
+                    Some(c) => c,
+                    None => continue,
+                }
+            };
+            // Only what can be linked: an exported function is tied to
+            // neither its callers nor, as a callee, to this one.
+            let mut v: Vec<u64> = callees(c)
+                .into_iter()
+                .filter(|t| !refs.is_exported(*t))
+                .collect();
+            if !refs.is_exported(s) {
+                v.extend(caller_starts(image, &refs, s).unwrap_or_default());
+            }
+            v
         };
-        analyze_function_called(code, machine, &hints)
-    };
-    let Some(starts) = caller_starts(image, &refs, code.function.start) else {
-        return with_blocks(None);
-    };
-    let others: Vec<(FunctionCode, CpiReport)> = starts
-        .par_iter()
-        .filter(|&&s| sampled.contains(&s) && s != code.function.start)
-        .filter_map(|&s| analyze_alone(s))
-        .collect();
-    let mut callers: Vec<(&FunctionCode, &CpiReport)> =
-        others.iter().map(|(c, r)| (c, r)).collect();
-    if starts.contains(&code.function.start) {
-        callers.push((code, &alone));
+        for t in around {
+            if others.len() + 1 >= MAX_LINKED {
+                break;
+            }
+            if !sampled.contains(&t) || !seen.insert(t) {
+                continue;
+            }
+            let Some(f) = image.symbols.function_at(t) else {
+                continue;
+            };
+            if let Ok(c) = FunctionCode::load(image, samples, &f, syntax, None) {
+                others.push(c);
+                queue.push_back(t);
+            }
+        }
     }
-    with_blocks(calls_by(code, &callers, &refs))
+    let members: Vec<&FunctionCode> = std::iter::once(code).chain(others.iter()).collect();
+    solve(&members, machine, &refs, Some(0))
+        .into_iter()
+        .next()
+        .flatten()
+        .expect("the function's own report was asked for")
 }

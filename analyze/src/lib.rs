@@ -9,7 +9,8 @@
 //!   CFGs ([`cfg`]: jump tables, tail and noreturn calls, dominators,
 //!   post-dominators, loops, frequency-equivalence classes), frequencies from
 //!   S = F·C with the pipeline model and flow conservation ([`frequency`],
-//!   [`flow_solve`]), per-instruction CPI and stall cycles ([`cpi`]), and
+//!   [`flow_solve`]), functions tied by their calls solved together
+//!   ([`linked_functions`]), per-instruction CPI and stall cycles ([`cpi`]), and
 //!   DCPI's accuracy measure against callgrind ([`accuracy`]).
 //! - The OSprof latency model (histograms, peaks, selection, comparison).
 //! - Views: text renderings; JSON is each model's serde form; SVG plots.
@@ -48,6 +49,7 @@ pub mod image;
 pub mod image_cpi;
 pub mod kernel_symbols;
 pub mod latency;
+pub mod linked_functions;
 pub mod prof;
 pub mod report;
 pub mod samples;

@@ -126,7 +126,7 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
     if let Some(calls) = rep.calls_from_callers {
         let _ = writeln!(
             out,
-            "callers   call it {} times by their frequencies (weighed with its own samples)",
+            "callers   call it {} times (solved with them)",
             si(calls)
         );
     }
