@@ -120,7 +120,8 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
             si(s.best_case_cycles),
             si(s.instructions_executed),
             100.0 * s.dynamic_stall_share.unwrap_or(0.0),
-            (100.0 * s.confident_share).max(0.0),
+            // `+ 0.0` turns a negative zero (an empty f64 sum is -0.0) into 0
+            (100.0 * s.confident_share).max(0.0) + 0.0,
         );
     }
     if let Some(calls) = rep.calls_from_callers {
