@@ -59,6 +59,8 @@ const RIDGE: f64 = 1e-9;
 /// rounding, not a wrong sign (rows are weighted from 1e-9 to 1e5).
 const NEGLIGIBLE: f64 = 1e-6;
 const REFINEMENTS: usize = 3;
+/// Most (blocks × nonzeros of the factor) spent on standard errors.
+const SPREAD_BUDGET: usize = 30_000_000;
 /// Weight (in units of a part's scale, 1/σ²) of the lean of an unknown entry towards zero.
 const ENTRY_PRIOR: f64 = 1.0;
 
@@ -71,17 +73,24 @@ pub fn solve(p: &FlowProblem) -> Option<Vec<f64>> {
     solve_linked(std::slice::from_ref(p), &[]).map(|mut v| v.remove(0))
 }
 
-/// Solves several functions' problems at once, their call sites tied to
-/// their callees' entries by `links` (one weighted least squares, so a
-/// function with good samples lends its frequency to callers and callees
-/// without them). None when nothing is estimated anywhere; a part with
-/// nothing estimated and no link to one that has comes back zero.
-pub fn solve_linked(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>> {
+/// Block frequencies of every part with their standard errors.
+#[derive(Debug, Clone)]
+pub struct Solution {
+    pub freq: Vec<Vec<f64>>,
+    /// Per block, the standard error of its solved frequency under the
+    /// estimates' own errors (the posterior of the least squares, taken
+    /// as independent errors); None where the system was too large to
+    /// afford it or the block's flow was clamped away.
+    pub spread: Vec<Vec<Option<f64>>>,
+}
+
+/// [`solve_linked`], with each block's standard error.
+pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
     let mut q: Vec<FlowProblem> = parts.to_vec();
     let mut f = solve_weighted(&q, links)?;
     for _ in 0..3 {
         let mut changed = false;
-        for (p, fp) in q.iter_mut().zip(&f) {
+        for (p, fp) in q.iter_mut().zip(&f.freq) {
             let ranges = p.ranges.clone();
             for (b, (e, fb)) in p.estimates.iter_mut().zip(fp).enumerate() {
                 if let Some((est, sd)) = *e {
@@ -110,6 +119,15 @@ pub fn solve_linked(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64
     Some(f)
 }
 
+/// Solves several functions' problems at once, their call sites tied to
+/// their callees' entries by `links` (one weighted least squares, so a
+/// function with good samples lends its frequency to callers and callees
+/// without them). None when nothing is estimated anywhere; a part with
+/// nothing estimated and no link to one that has comes back zero.
+pub fn solve_linked(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>> {
+    solve_with_spread(parts, links).map(|s| s.freq)
+}
+
 /// One unknown: an arc of a part (a real edge, an entry or an exit).
 #[derive(Clone, Copy)]
 struct Arc {
@@ -118,7 +136,7 @@ struct Arc {
     to: Option<usize>,
 }
 
-fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>> {
+fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
     let all =
         |p: &'_ FlowProblem| -> Vec<(f64, f64)> { p.estimates.iter().flatten().copied().collect() };
     if parts.iter().all(|p| all(p).is_empty()) {
@@ -132,7 +150,10 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>
         .map(|p| all(p).iter().map(|e| e.0 + e.1).fold(0.0f64, f64::max))
         .collect();
     if scales.iter().all(|s| *s <= 0.0) {
-        return Some(parts.iter().map(|p| vec![0.0; p.blocks]).collect());
+        return Some(Solution {
+            freq: parts.iter().map(|p| vec![0.0; p.blocks]).collect(),
+            spread: parts.iter().map(|p| vec![None; p.blocks]).collect(),
+        });
     }
     // A part with nothing of its own takes the largest scale of all: it is
     // only reached through links (or not at all).
@@ -197,8 +218,9 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>
     }
     let mut active = vec![true; arcs.len()];
     let mut result: Vec<Vec<f64>> = Vec::new();
+    let mut spread: Vec<Vec<Option<f64>>> = Vec::new();
     for _round in 0..2 {
-        let x = solve_once(
+        let (x, sd) = solve_once(
             parts,
             links,
             &Rows {
@@ -223,11 +245,27 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>
                 result[a.part][b] += x[k].max(0.0) * scales[a.part];
             }
         }
+        let mut g = 0;
+        spread = parts
+            .iter()
+            .zip(&scales)
+            .map(|(p, scale)| {
+                (0..p.blocks)
+                    .map(|_| {
+                        g += 1;
+                        sd.as_ref().and_then(|v| v[g - 1]).map(|s| s * scale)
+                    })
+                    .collect()
+            })
+            .collect();
         if !clamped {
             break;
         }
     }
-    Some(result)
+    Some(Solution {
+        freq: result,
+        spread,
+    })
 }
 
 /// One weighted least-squares row: sum of coef × arc flow ≈ rhs.
@@ -251,7 +289,7 @@ fn solve_once(
     r: &Rows,
     arcs: &[Arc],
     active: &[bool],
-) -> Option<Vec<f64>> {
+) -> Option<(Vec<f64>, Option<Vec<Option<f64>>>)> {
     let m = arcs.len();
     // Blocks numbered across parts.
     let mut base = Vec::with_capacity(parts.len());
@@ -356,7 +394,29 @@ fn solve_once(
         let residual = &b - &csc * &x;
         x += chol.solve(&residual);
     }
-    Some((0..m).map(|k| x[(perm[k], 0)]).collect())
+    let x = (0..m).map(|k| x[(perm[k], 0)]).collect();
+    // Posterior variance of a block's frequency cᵀ x: cᵀ (AᵀWA)⁻¹ c, the
+    // weights being 1/σ² over wmax. One solve per block with the factor;
+    // skipped where that would cost more than SPREAD_BUDGET.
+    let work = nb.saturating_mul(chol.l().nnz());
+    let spread = (work <= SPREAD_BUDGET).then(|| {
+        (0..nb)
+            .map(|g| {
+                let c: Vec<usize> = ins[g].iter().map(|&k| perm[k]).collect();
+                if c.is_empty() {
+                    return None;
+                }
+                let mut e = DMatrix::zeros(m, 1);
+                for &k in &c {
+                    e[(k, 0)] = 1.0;
+                }
+                let z = chol.solve(&e);
+                let var: f64 = c.iter().map(|&k| z[(k, 0)]).sum::<f64>() / r.wmax;
+                (var >= 0.0).then(|| var.sqrt())
+            })
+            .collect()
+    });
+    Some((x, spread))
 }
 
 /// New position of each unknown: reverse Cuthill-McKee over "shares a row".

@@ -22,7 +22,7 @@
 //! solve may reach without counting it against the estimate.
 
 use crate::cfg::Cfg;
-use crate::flow_solve::{solve, FlowProblem};
+use crate::flow_solve::{solve_with_spread, FlowProblem};
 use serde::Serialize;
 
 /// Relative error of the best-case model on a block (BHive MAPE on the host).
@@ -229,8 +229,13 @@ pub struct Prepared {
 /// Frequencies of every block of a function on its own.
 pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> Frequencies {
     let p = prepare(cfg, obs, cycles_per_sample);
-    let freq = solve(&p.problem).unwrap_or_else(|| vec![0.0; cfg.blocks.len()]);
-    finish(p, freq)
+    match solve_with_spread(std::slice::from_ref(&p.problem), &[]) {
+        Some(mut s) => {
+            let (freq, spread) = (s.freq.remove(0), s.spread.remove(0));
+            finish(p, freq, &spread)
+        }
+        None => finish(p, vec![0.0; cfg.blocks.len()], &[]),
+    }
 }
 
 /// The class estimates of a function, on its flow network.
@@ -289,9 +294,13 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
 }
 
 /// Frequencies from a solution of a prepared problem (alone or linked with
-/// other functions'), each block's confidence checked against its own
-/// class estimate.
-pub fn finish(p: Prepared, freq: Vec<f64>) -> Frequencies {
+/// other functions'). A block's confidence is its solved frequency's
+/// relative standard error (`spread`: the least squares' posterior, so a
+/// block without samples of its own is as sure as the neighbours and
+/// callers conservation ties it to), a class estimate that is only an
+/// upper bound caps it at its own, and a block whose solution strays far
+/// from its own class estimate loses it.
+pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencies {
     let Prepared {
         problem,
         classes,
@@ -300,6 +309,13 @@ pub fn finish(p: Prepared, freq: Vec<f64>) -> Frequencies {
     } = p;
     let estimates = problem.estimates;
     let n = freq.len();
+    for b in 0..n {
+        if let Some(Some(sd)) = spread.get(b) {
+            if freq[b] > 0.0 && !bounded[b] {
+                confidence[b] = Confidence::from_relative_error(sd / freq[b]);
+            }
+        }
+    }
     // A block whose solved frequency strays far from its own class estimate
     // loses confidence: conservation disagreed with its samples.
     for b in 0..n {

@@ -11,7 +11,7 @@
 //! [`crate::call_sites::References`]), its entry frequency equals the sum,
 //! over those call sites, of calls in the block × the block's frequency.
 //! Those equalities join the functions' flow networks into one weighted
-//! least squares ([`crate::flow_solve::solve_linked`]), solved per
+//! least squares ([`crate::flow_solve::solve_with_spread`]), solved per
 //! connected group of linked functions; each function's class estimates
 //! come from its own samples charged by its frequencies alone.
 //!
@@ -23,7 +23,7 @@
 use crate::call_sites::References;
 use crate::cfg::Exit;
 use crate::cpi::{CpiReport, FunctionAnalysis};
-use crate::flow_solve::{solve_linked, Link};
+use crate::flow_solve::{solve_with_spread, Link};
 use crate::frequency::{finish, Frequencies};
 use crate::function_code::FunctionCode;
 use std::collections::HashMap;
@@ -126,7 +126,8 @@ fn solve_group(
         })
         .collect();
     let parts: Vec<_> = prepared.iter().map(|p| p.problem.clone()).collect();
-    let solved = solve_linked(&parts, &local)?;
+    let solution = solve_with_spread(&parts, &local)?;
+    let solved = &solution.freq;
     let calls: Vec<f64> = (0..group.len())
         .map(|k| {
             local
@@ -140,9 +141,10 @@ fn solve_group(
     Some(
         prepared
             .into_iter()
-            .zip(solved)
+            .zip(solution.freq.clone())
+            .zip(&solution.spread)
             .zip(calls)
-            .map(|((p, f), c)| (finish(p, f), c))
+            .map(|(((p, f), sd), c)| (finish(p, f, sd), c))
             .collect(),
     )
 }
