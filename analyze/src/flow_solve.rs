@@ -268,6 +268,9 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
     })
 }
 
+/// Per block (numbered across parts), its standard error in scale units.
+type Spread = Vec<Option<f64>>;
+
 /// One weighted least-squares row: sum of coef × arc flow ≈ rhs.
 struct Row {
     coef: Vec<(usize, f64)>,
@@ -289,7 +292,7 @@ fn solve_once(
     r: &Rows,
     arcs: &[Arc],
     active: &[bool],
-) -> Option<(Vec<f64>, Option<Vec<Option<f64>>>)> {
+) -> Option<(Vec<f64>, Option<Spread>)> {
     let m = arcs.len();
     // Blocks numbered across parts.
     let mut base = Vec::with_capacity(parts.len());
