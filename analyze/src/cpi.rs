@@ -13,10 +13,13 @@
 //!   a predecessor ending in an instruction done at rename (nop, zeroing
 //!   idiom, eliminated move) keeping only a twentieth of its share.
 //! - Mispredicts: after a conditional or indirect branch, samples on the
-//!   target and on the instruction after it may be the refetch (measured:
-//!   the refill lands one past the target; after a branch choosing between
-//!   paths inside a loop body, also on the one after that unless the target
-//!   starts with loads). Those charges are kept for the
+//!   target and on the instruction after it may be the refetch (measured,
+//!   datasets/skid: the refill lands one past the target; after a branch
+//!   choosing between paths inside a loop body also on the one after that,
+//!   unless the target starts with loads — inferred from msort's merge loop,
+//!   not measured; once frequencies are known, a loop header's suspicion
+//!   from its back edges is bounded by its entries × one refill). Those
+//!   charges are kept for the
 //!   views but the instructions they go to (the branch, the target) leave
 //!   the frequency estimate, their best-case cycles with them.
 //! - CPI_i = cycles charged to i / F_i; best_cpi is the model's cycles at the

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""The BENCHMARKS.md accuracy table: runs `dcpi accuracy` on every recorded
+workload in datasets/analyzer and prints one markdown row per estimator
+(dcpi, dcpi at medium+ confidence, naive), then the means of unscaled ±10,
+scaled ±10 and scaled ±25 for the dcpi estimator.
+
+Usage: benches/accuracy_table.py [DCPI]   (default target/release/dcpi)
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DCPI = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/dcpi")
+NAMES = ["kernels", "btree", "hashtab", "codec", "msort"]
+
+
+def pct(v):
+    return f"{100 * v:.1f}"
+
+
+def row(first, label, e):
+    cells = [first, label] + [pct(x) for x in e["within"] + e["within_scaled"]] + [f"{e['scale']:.3f}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+means = [0.0, 0.0, 0.0]
+for name in NAMES:
+    data = os.path.join(ROOT, "datasets/analyzer")
+    out = subprocess.run(
+        [DCPI, "accuracy", "--db", f"{data}/{name}.db", "--callgrind", f"{data}/{name}.callgrind",
+         "--symfs", data, "--image", name, "--format", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    d = json.loads(out)
+    dcpi = next(e for e in d["estimators"] if e["estimator"] == "dcpi")
+    naive = next(e for e in d["estimators"] if e["estimator"] == "naive")
+    samples = d["samples"]
+    print(row(f"{name} ({samples / 1000:.1f} K samples)", "dcpi", dcpi))
+    if d.get("dcpi_confident"):
+        share = 100 * d["confident_share"]
+        print(row("", f"dcpi, medium+ ({share:.0f} % of samples)", d["dcpi_confident"]))
+    print(row("", "naive", naive))
+    means = [m + v for m, v in zip(means, [dcpi["within"][1], dcpi["within_scaled"][1], dcpi["within_scaled"][2]])]
+print()
+print("means (dcpi): unscaled ±10 %s, scaled ±10 %s, scaled ±25 %s" % tuple(pct(m / len(NAMES)) for m in means))
