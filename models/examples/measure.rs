@@ -4,6 +4,11 @@
 //!
 //! Run: cargo run --release -p dcpi-models --example measure -- HEX [HEX...]
 //! (each HEX one block, bytes separated by spaces or not).
+//!
+//! `DCPI_MEASURE_MODEL_ONLY=1` skips the measurement and prints the model's
+//! cycles alone, e.g. to compare two machine descriptions over a saved
+//! BHive set (`datasets/models/bhive-*.tsv`); `DCPI_MACHINE=NAME|FILE.toml`
+//! models with another description than the host's.
 
 use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::harness::{measurable, measure};
@@ -11,7 +16,15 @@ use dcpi_models::machine::Machine;
 use dcpi_models::schedule::{analyze, Options, RepeatMode};
 
 fn main() {
-    let machine = Machine::host();
+    // DCPI_MACHINE=NAME|FILE.toml models with another description.
+    let machine = match std::env::var("DCPI_MACHINE") {
+        Ok(name) => Machine::by_name(&name).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        }),
+        Err(_) => Machine::host(),
+    };
+    let model_only = std::env::var_os("DCPI_MEASURE_MODEL_ONLY").is_some();
     for arg in std::env::args().skip(1) {
         let bytes = match parse_hex(&arg) {
             Ok(b) => b,
@@ -32,7 +45,11 @@ fn main() {
             eprintln!("{arg}: not measurable: {why}");
             continue;
         }
-        let measured = measure(&bytes, instructions.len(), 0).map(|m| m.cycles);
+        let measured = if model_only {
+            None
+        } else {
+            measure(&bytes, instructions.len(), 0).map(|m| m.cycles)
+        };
         let options = Options {
             mode: RepeatMode::Unrolled,
             ..Options::default()

@@ -89,6 +89,12 @@ pub struct Shape {
     /// A read-modify-write of memory whose other source is a register
     /// (Golden Cove does not rename these through memory: measured).
     pub rmw_reg_source: bool,
+    /// A `nop` of any length (not a load or prefetch, which the model also
+    /// gives the class "nop").
+    pub is_nop: bool,
+    /// A load that sign- or zero-extends (movsx, movsxd, movzx from
+    /// memory): Zen 4 does not rename these through memory (measured).
+    pub extending_load: bool,
     /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
     pub fusible: bool,
     pub cond_branch: bool,
@@ -362,6 +368,12 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             | Mnemonic::Vmovdqu => true,
             _ => false,
         };
+    let is_nop = i.mnemonic() == Mnemonic::Nop;
+    let extending_load = load.is_some()
+        && matches!(
+            i.mnemonic(),
+            Mnemonic::Movsx | Mnemonic::Movsxd | Mnemonic::Movzx
+        );
     let zero_extend_byte = reg_reg
         && i.mnemonic() == Mnemonic::Movzx
         && i.op1_register().size() == 1
@@ -569,6 +581,8 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         zero_extend_byte,
         imm_add,
         rmw_reg_source,
+        is_nop,
+        extending_load,
         fusible,
         cond_branch,
         unknown,

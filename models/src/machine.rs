@@ -43,13 +43,19 @@ pub struct Machine {
     /// at rename too (see [`crate::classify::Shape::zero_extend_byte`]).
     #[serde(default)]
     pub zero_extension_elimination: bool,
+    /// A nop rides in the dispatch slot of the instruction before it,
+    /// unless that one already carries a fused partner.
+    #[serde(default)]
+    pub nop_fusion: bool,
     pub zero_idioms: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
     /// Loads from an address just stored to get the value at rename:
     /// `none`, `stack` (rsp/rbp-based only: AMD's memory file since Zen 2),
-    /// or `any` (Golden Cove, measured: except read-modify-writes with a
-    /// register source).
+    /// `any` (Golden Cove, measured: except read-modify-writes with a
+    /// register source), or `wide-gpr` (Zen 4, measured: 32- and 64-bit
+    /// general-register data at any address, read-modify-writes included;
+    /// not 8/16-bit, not xmm, not a sign- or zero-extending load).
     pub memory_renaming: String,
     pub store_forward_latency: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
@@ -112,10 +118,13 @@ impl Machine {
                 });
             }
         }
-        if !matches!(m.memory_renaming.as_str(), "none" | "stack" | "any") {
+        if !matches!(
+            m.memory_renaming.as_str(),
+            "none" | "stack" | "any" | "wide-gpr"
+        ) {
             return Err(MachineError::Invalid {
                 name: name.into(),
-                detail: "memory_renaming is none, stack or any".into(),
+                detail: "memory_renaming is none, stack, any or wide-gpr".into(),
             });
         }
         if m.ports().len() > 64 {
