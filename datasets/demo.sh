@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job end to end on a bundled workload: build dcpi, compile SLEEPY's
 # btree benchmark from datasets/workloads, profile it, and show where the
-# samples are and what each instruction of the hottest procedure costs
-# (frequency, CPI, stall cycles). Usage: datasets/demo.sh [DB]  (default: target/demo/dcpi.db)
+# samples are, what each instruction of the hottest procedure costs
+# (frequency, CPI, stall cycles), the instructions that stall most, and the
+# culprits of the worst one. Usage: datasets/demo.sh [DB]  (default: target/demo/dcpi.db)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/target/demo"
@@ -16,3 +17,11 @@ rm -f "$db" "$db-wal" "$db-shm"
 "$root/target/release/dcpi" prof --db "$db" --limit 12
 echo
 "$root/target/release/dcpi" cpi --db "$db" --func find_index
+echo
+"$root/target/release/dcpi" topstalls --db "$db" --limit 5
+top=$("$root/target/release/dcpi" topstalls --db "$db" --limit 1 --format json |
+  sed -n 's/^ *"addr": "\(0x[0-9a-f]*\)",$/\1/p' | head -1)
+if [ -n "$top" ]; then
+  echo
+  "$root/target/release/dcpi" culprits --db "$db" --insn "$top"
+fi

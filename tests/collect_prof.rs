@@ -38,9 +38,10 @@ fn loop_samples_fall_in_main() {
         assert!(ev["fallback_reason"].as_str().unwrap().contains("PMU"));
         assert!(String::from_utf8_lossy(&out.stderr).contains("sampling cpu-clock instead"));
     }
-    // Every sample of the loop lands on the handful of instructions of its body.
+    // Every sample of the loop lands on the handful of instructions of its
+    // body (on Zen 4 with cpu-clock, 99 % on one: the add after the load).
     let distinct = scalar(&db, "SELECT count(*) FROM counts c JOIN images i ON i.id = c.image_id WHERE i.path LIKE '%/loop' AND c.count >= 20");
-    assert!((2..=12).contains(&distinct), "{distinct} hot PCs");
+    assert!((1..=12).contains(&distinct), "{distinct} hot PCs");
     assert_eq!(scalar(&db, "SELECT complete FROM runs"), 1);
     assert!(r["runs"][0]["run"]["core_hz"].as_f64().unwrap() > 5e8);
 }

@@ -319,6 +319,8 @@ pub fn render_whatcg(w: &WhatCg) -> String {
     out
 }
 
+/// Text of `dcpi topstalls`; CPI prints as `-` where the frequency is of
+/// low confidence (the JSON keeps it).
 pub fn render_topstalls(rows: &[StalledInsn], limit: usize) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -341,7 +343,11 @@ pub fn render_topstalls(rows: &[StalledInsn], limit: usize) -> String {
             out,
             "{:>10} {:>8} {:>7.2} {:>6}  {:<26} {:<20} {:>10}  {}",
             crate::views::cpi_text::si(r.stall_cycles),
-            r.cpi.map_or("-".into(), |c| format!("{c:.2}")),
+            // As in `dcpi cpi`: a low-confidence frequency makes its CPI
+            // noise (a loop seen 5 M times too rarely reads as CPI 5 M).
+            r.cpi
+                .filter(|_| r.confidence != "low")
+                .map_or("-".into(), |c| format!("{c:.2}")),
             r.best_cpi,
             r.confidence,
             culprits.join(" "),
