@@ -145,6 +145,23 @@ fn calibrate_measures_the_host_and_writes_a_description() {
     let imul = class("imul")["measured_latency"].as_f64().unwrap();
     assert!((0.6..1.6).contains(&alu), "{alu}");
     assert!((imul / alu - 3.0).abs() < 0.5, "alu {alu}, imul {imul}");
+    // Mechanism probes name a field of the description and carry both
+    // figures; a chain through add with a zero idiom before it is 1 cycle
+    // or 3 whatever the core, never less than the add.
+    let mechanisms = v["mechanisms"].as_array().unwrap();
+    assert!(mechanisms.len() >= 10, "{mechanisms:?}");
+    let toml = std::fs::read_to_string(&out_file).unwrap();
+    for m in mechanisms {
+        let field = m["field"].as_str().unwrap();
+        assert!(toml.contains(&format!("{field} =")), "{field}");
+        assert!(m["model_cycles"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    let zero = mechanisms
+        .iter()
+        .find(|m| m["field"] == "zero_idioms")
+        .unwrap();
+    let measured = zero["measured_cycles"].as_f64().unwrap() / alu;
+    assert!((0.8..3.5).contains(&measured), "{zero}");
     // The written description is usable by `dcpi model`.
     let m = model(&["--hex", "48 0f af c3", "--cpu", out_file.to_str().unwrap()]);
     assert!(m["machine"].as_str().unwrap().ends_with("-calibrated"));

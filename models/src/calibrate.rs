@@ -2,9 +2,15 @@
 //! [`harness`](crate::harness)) — latency of each instruction class from a
 //! dependent chain, reciprocal throughput from eight independent instances —
 //! compare with the machine description, and produce a calibrated one.
+//! Mechanism probes (memory renaming, store forwarding, nop fusion, move
+//! and zero-extension elimination, immediate folding, zero idioms) are small
+//! blocks measured and modeled side by side, each naming the description
+//! field it tests; they are reported, not applied.
 
+use crate::block::decode;
 use crate::harness::measure;
 use crate::machine::Machine;
+use crate::schedule::{analyze, Options, RepeatMode};
 use serde::Serialize;
 
 /// One probe: a class, its dependent-chain block and its independent block.
@@ -91,6 +97,80 @@ const PROBES: &[Probe] = &[
     },
 ];
 
+/// A block whose cycles per copy depend on one mechanism of the description.
+struct MechanismProbe {
+    /// The description field it tests, and how.
+    field: &'static str,
+    what: &'static str,
+    code: &'static [u8],
+}
+
+const MECHANISMS: &[MechanismProbe] = &[
+    MechanismProbe {
+        field: "memory_renaming",
+        what: "mov %rax,8(%rbx); mov 8(%rbx),%rax (64-bit, not the stack)",
+        code: &[0x48, 0x89, 0x43, 0x08, 0x48, 0x8b, 0x43, 0x08],
+    },
+    MechanismProbe {
+        field: "memory_renaming",
+        what: "add %rax,8(%rbx) (read-modify-write, register source)",
+        code: &[0x48, 0x01, 0x43, 0x08],
+    },
+    MechanismProbe {
+        field: "memory_renaming",
+        what: "orl $4,8(%rbx) (read-modify-write, immediate)",
+        code: &[0x83, 0x4b, 0x08, 0x04],
+    },
+    MechanismProbe {
+        field: "store_forward_latency",
+        what: "movb %al,8(%rbx); movb 8(%rbx),%al (byte round trip)",
+        code: &[0x88, 0x43, 0x08, 0x8a, 0x43, 0x08],
+    },
+    MechanismProbe {
+        field: "store_forward_latency",
+        what: "movq %xmm0,8(%rbx); movq 8(%rbx),%xmm0 (xmm round trip)",
+        code: &[0x66, 0x0f, 0xd6, 0x43, 0x08, 0xf3, 0x0f, 0x7e, 0x43, 0x08],
+    },
+    MechanismProbe {
+        field: "nop_fusion",
+        what: "four independent movs and two nops (5 or 6 dispatch slots)",
+        code: &[
+            0x4c, 0x89, 0xe6, 0x4c, 0x89, 0xe7, 0x4d, 0x89, 0xe0, 0x4d, 0x89, 0xe1, 0x90, 0x90,
+        ],
+    },
+    MechanismProbe {
+        field: "zero_extension_elimination",
+        what: "movzbl %dl,%eax; movzbl %al,%edx",
+        code: &[0x0f, 0xb6, 0xc2, 0x0f, 0xb6, 0xd0],
+    },
+    MechanismProbe {
+        field: "immediate_folding",
+        what: "add $1,%rax (a chain through one register)",
+        code: &[0x48, 0x83, 0xc0, 0x01],
+    },
+    MechanismProbe {
+        field: "move_elimination",
+        what: "mov %rax,%rbx; mov %rbx,%rax",
+        code: &[0x48, 0x89, 0xc3, 0x48, 0x89, 0xd8],
+    },
+    MechanismProbe {
+        field: "zero_idioms",
+        what: "xor %eax,%eax; add %eax,%ecx; add %ecx,%eax (1 cycle if xor breaks the chain)",
+        code: &[0x31, 0xc0, 0x01, 0xc1, 0x01, 0xc8],
+    },
+];
+
+/// A mechanism probe: measured vs modeled cycles per copy.
+#[derive(Debug, Clone, Serialize)]
+pub struct MechanismCheck {
+    pub field: String,
+    pub block: String,
+    pub model_cycles: f64,
+    pub measured_cycles: Option<f64>,
+    /// Measured and modeled differ by more than 15 % (and 0.1 cycles).
+    pub disagrees: bool,
+}
+
 /// Measured vs described, per class.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassCalibration {
@@ -109,6 +189,7 @@ pub struct Calibration {
     pub machine: String,
     pub ticks_per_cycle: f64,
     pub classes: Vec<ClassCalibration>,
+    pub mechanisms: Vec<MechanismCheck>,
 }
 
 /// Measures every probed class on CPU `cpu`.
@@ -138,10 +219,36 @@ pub fn calibrate(machine: &Machine, cpu: usize) -> Calibration {
                 || off(model_rt, measured_rthroughput),
         });
     }
+    let mechanisms = MECHANISMS
+        .iter()
+        .filter_map(|p| {
+            let block = decode(p.code, 0, false).ok()?;
+            let model = analyze(
+                machine,
+                &block,
+                Options {
+                    mode: RepeatMode::Unrolled,
+                    iterations: 0,
+                },
+            )
+            .cycles_per_iteration;
+            let measured = measure(p.code, block.len(), cpu).map(|m| m.cycles);
+            let disagrees =
+                measured.is_some_and(|g| (g - model).abs() > (0.15 * model.max(g)).max(0.1));
+            Some(MechanismCheck {
+                field: p.field.into(),
+                block: p.what.into(),
+                model_cycles: model,
+                measured_cycles: measured,
+                disagrees,
+            })
+        })
+        .collect();
     Calibration {
         machine: machine.name.clone(),
         ticks_per_cycle: tpc,
         classes,
+        mechanisms,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `dcpi calibrate`: measure the host's instruction latencies and throughputs
+//! and a few mechanisms (memory renaming, store forwarding, nop fusion, ...)
 //! with rdtsc, show where the machine description disagrees, and optionally
-//! write a calibrated description for `dcpi model --cpu FILE`.
+//! write a calibrated description (latencies only) for `dcpi model --cpu FILE`.
 
 use super::Format;
 use anyhow::Context;
@@ -72,6 +73,23 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
                     c.model_rthroughput,
                     opt(c.measured_rthroughput),
                     if c.disagrees { "<- disagrees" } else { "" }
+                );
+            }
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "{:<27} {:>7} {:>9}  block (cycles per copy)",
+                "mechanism (field)", "model", "measured"
+            );
+            for m in &cal.mechanisms {
+                let _ = writeln!(
+                    out,
+                    "{:<27} {:>7.2} {:>9}  {}{}",
+                    m.field,
+                    m.model_cycles,
+                    opt(m.measured_cycles),
+                    m.block,
+                    if m.disagrees { "  <- disagrees" } else { "" }
                 );
             }
             print!("{out}");
