@@ -391,6 +391,8 @@ fn charge_responsible(
     let mut cycles = vec![0.0f64; ni];
     let mut external = vec![0.0f64; ni];
     let mut refetch = vec![0.0f64; ni];
+    // Per block: refetch-suspect samples that landed in it.
+    let mut refetch_in = vec![0.0f64; cfg.blocks.len()];
     let unsure = |last: usize| crate::disasm::may_mispredict(&cfg.insns[last]);
     let reads_memory = |i: usize| crate::culprits::reads_memory(&cfg.insns[i]).is_some();
     let after_unsure_branch: Vec<bool> = (0..cfg.blocks.len())
@@ -494,6 +496,7 @@ fn charge_responsible(
                 };
                 external[to] += owed;
                 refetch[to] += owed;
+                refetch_in[b] += owed;
             }
             continue;
         }
@@ -535,6 +538,9 @@ fn charge_responsible(
             if unsure(last) || refetch_landing(last) {
                 external[to] += s * w / whole;
                 refetch[to] += s * w / whole;
+                if unsure(last) {
+                    refetch_in[b] += s * w / whole;
+                }
             }
         }
         if own_entry > 0.0 {
@@ -547,6 +553,7 @@ fn charge_responsible(
         cycles,
         external,
         refetch,
+        refetch_in,
     }
 }
 
@@ -559,6 +566,8 @@ struct Charges {
     external: Vec<f64>,
     /// The part of `external` that may be a mispredict's refetch.
     refetch: Vec<f64>,
+    /// Per block, the refetch-suspect samples that landed in it.
+    refetch_in: Vec<f64>,
 }
 
 /// Whether the samples an instruction causes land inside the function, so
@@ -729,9 +738,30 @@ impl<'a> FunctionAnalysis<'a> {
                     .filter(|&i| !clear(i))
                     .map(|i| ch.samples[i])
                     .sum();
+                // A loop exit's target only (every predecessor leaves a
+                // loop the block is not in, through a conditional branch).
+                let exit_target = {
+                    let mut preds = cfg.predecessors(b).peekable();
+                    preds.peek().is_some()
+                        && preds.all(|e| {
+                            let last = &cfg.insns[cfg.blocks[e.from].insns.end - 1];
+                            crate::disasm::may_mispredict(last)
+                                && cfg.loops_of[e.from]
+                                    .iter()
+                                    .any(|l| !cfg.loops_of[b].contains(l))
+                        })
+                };
+                let penalty = self.machine.mispredict_penalty as f64;
+                let exits_if_mispredicted = match self.cps {
+                    Some(cps) if exit_target && ch.refetch_in[b] >= 1.0 && penalty > 0.0 => {
+                        Some(ch.refetch_in[b] * cps / penalty)
+                    }
+                    _ => None,
+                };
                 BlockObservation {
                     samples: total,
                     excluded,
+                    exits_if_mispredicted,
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     straight: cfg.loops_of[b].is_empty(),
                     best_cycles,

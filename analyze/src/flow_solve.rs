@@ -39,6 +39,10 @@ pub struct FlowProblem {
     /// throughput and its exposed dependency chain); a solution up to there
     /// does not count against the estimate. Empty: none.
     pub ranges: Vec<Option<f64>>,
+    /// Per block: a least frequency (value, standard error) from evidence
+    /// that can only undercount, weighed in only where the solution falls
+    /// below it. Empty: none.
+    pub floors: Vec<Option<(f64, f64)>>,
 }
 
 /// How often a function is called, tied to its call sites: the flow into
@@ -92,8 +96,13 @@ pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Soluti
         let mut changed = false;
         for (p, fp) in q.iter_mut().zip(&f.freq) {
             let ranges = p.ranges.clone();
+            let floors = p.floors.clone();
             for (b, (e, fb)) in p.estimates.iter_mut().zip(fp).enumerate() {
                 if let Some((est, sd)) = *e {
+                    // A floor taken in: above the solution is its nature.
+                    if floors.get(b).copied().flatten() == Some((est, sd)) {
+                        continue;
+                    }
                     // Within its plausible range above: the estimate gives way.
                     if let Some(Some(hi)) = ranges.get(b) {
                         let wide = *hi - est;
@@ -106,6 +115,15 @@ pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Soluti
                     let above = est - fb > 3.0 * sd && *fb < est * 0.8;
                     if above {
                         *e = Some((est, sd.max(est - fb) * 10.0));
+                        changed = true;
+                    }
+                }
+            }
+            // Floors the solution fell below are weighed in from now on.
+            for (b, floor) in floors.iter().enumerate() {
+                if let (Some((least, sd)), None) = (*floor, p.estimates[b]) {
+                    if fp[b] < least - sd {
+                        p.estimates[b] = Some((least, sd));
                         changed = true;
                     }
                 }
@@ -501,10 +519,36 @@ mod tests {
                 Some((100.0, 10.0)),
             ],
             ranges: vec![],
+            floors: vec![],
         };
         let f = solve(&p).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
         assert!(close(f[0], 100.0) && close(f[3], 100.0), "{f:?}");
+    }
+
+    #[test]
+    fn a_floor_counts_only_below_it() {
+        // 0 -> {1, 2} -> 3, neither arm estimated: the ridge splits 50/50.
+        let diamond = |floor: (f64, f64)| FlowProblem {
+            blocks: 4,
+            edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
+            entries: vec![0],
+            exits: vec![3],
+            estimates: vec![Some((100.0, 10.0)), None, None, Some((100.0, 10.0))],
+            ranges: vec![],
+            floors: vec![None, None, Some(floor), None],
+        };
+        let f = solve(&diamond((80.0, 8.0))).unwrap();
+        assert!(
+            (f[2] - 80.0).abs() < 2.0 && (f[1] - 20.0).abs() < 2.0,
+            "{f:?}"
+        );
+        // A floor the solution is above already changes nothing.
+        let f = solve(&diamond((20.0, 5.0))).unwrap();
+        assert!(
+            (f[2] - 50.0).abs() < 1.0 && (f[1] - 50.0).abs() < 1.0,
+            "{f:?}"
+        );
     }
 
     #[test]
@@ -523,6 +567,7 @@ mod tests {
                 None,
             ],
             ranges: vec![],
+            floors: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -544,6 +589,7 @@ mod tests {
                 Some((100.0, 10.0)),
             ],
             ranges: vec![],
+            floors: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
@@ -560,6 +606,7 @@ mod tests {
                 exits: vec![1],
                 estimates: caller,
                 ranges: vec![],
+                floors: vec![],
             },
             FlowProblem {
                 blocks: 1,
@@ -568,6 +615,7 @@ mod tests {
                 exits: vec![0],
                 estimates: vec![Some(callee)],
                 ranges: vec![],
+                floors: vec![],
             },
         ]
     }
@@ -626,6 +674,7 @@ mod tests {
             exits: vec![0],
             estimates: vec![None],
             ranges: vec![],
+            floors: vec![],
         };
         assert!(solve(&p).is_none());
     }

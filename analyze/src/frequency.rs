@@ -90,7 +90,16 @@ pub struct BlockObservation {
     /// Samples charged to the block but left out of `samples` (a refetch's
     /// or a caller's): not a clean measure, yet proof that it ran.
     pub excluded: f64,
+    /// For the target of loop exits only: how many times the loop was
+    /// left, if each exit mispredicted once (the refetch samples that
+    /// landed in the block over one refill's worth). Exits that were
+    /// predicted leave no refetch: a least frequency, not an estimate.
+    pub exits_if_mispredicted: Option<f64>,
 }
+
+/// Relative error of a least frequency from refetch samples (the refill
+/// is the machine's mispredict penalty, give or take).
+pub const EXIT_REFETCH_ERROR: f64 = 0.6;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassEstimate {
@@ -110,6 +119,9 @@ pub struct ClassEstimate {
     /// their throughput (blocks outside loops only): a plausible top.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freq_high: Option<f64>,
+    /// Only a least frequency (a loop exit's refetch): weighed in where
+    /// conservation would put the block below it.
+    pub floor: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -142,12 +154,13 @@ pub fn estimate_class(
         .filter(|&b| obs[b].best_cycles > 0.05)
         .collect();
     if usable.is_empty() {
-        return None;
+        return exit_floor(class, blocks, obs);
     }
     if usable.iter().all(|&b| obs[b].samples <= 0.0) {
         if usable.iter().any(|&b| obs[b].excluded >= 1.0) {
-            // Its samples are all someone else's: it ran, how often is unknown.
-            return None;
+            // Its samples are all someone else's: it ran. How often is
+            // unknown; at least as often as a loop exit's refetch says.
+            return exit_floor(class, blocks, obs);
         }
         // No samples: the frequency is small, about one sample's worth at most.
         let c: f64 = usable.iter().map(|&b| obs[b].best_cycles).sum();
@@ -164,6 +177,7 @@ pub fn estimate_class(
             samples: 0.0,
             upper_bound: false,
             freq_high: None,
+            floor: false,
         });
     }
     // Suspects only count when the class has nothing better.
@@ -213,6 +227,36 @@ pub fn estimate_class(
         samples: s,
         upper_bound: only_suspects,
         freq_high,
+        floor: false,
+    })
+}
+
+/// A class whose only samples are the refill after a loop's exit: at
+/// least as many runs as mispredicted exits.
+fn exit_floor(class: usize, blocks: &[usize], obs: &[BlockObservation]) -> Option<ClassEstimate> {
+    if blocks.iter().any(|&b| obs[b].samples > 0.0) {
+        return None;
+    }
+    let exits: Vec<(usize, f64)> = blocks
+        .iter()
+        .filter_map(|&b| obs[b].exits_if_mispredicted.map(|n| (b, n)))
+        .filter(|e| e.1 > 0.0)
+        .collect();
+    if exits.is_empty() {
+        return None;
+    }
+    let n = exits.iter().map(|e| e.1).sum::<f64>() / exits.len() as f64;
+    Some(ClassEstimate {
+        class,
+        freq: n,
+        relative_error: EXIT_REFETCH_ERROR,
+        standard_error: EXIT_REFETCH_ERROR * n,
+        confidence: Confidence::Low,
+        blocks: exits.iter().map(|e| e.0).collect(),
+        samples: 0.0,
+        upper_bound: false,
+        freq_high: None,
+        floor: true,
     })
 }
 
@@ -251,7 +295,14 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     let mut ranges = vec![None; n];
     let mut confidence = vec![Confidence::Low; n];
     let mut bounded = vec![false; n];
+    let mut floors = vec![None; n];
     for e in &classes {
+        if e.floor {
+            for &b in &cfg.classes[e.class] {
+                floors[b] = Some((e.freq, e.standard_error));
+            }
+            continue;
+        }
         for &b in &cfg.classes[e.class] {
             estimates[b] = Some((e.freq, e.standard_error));
             ranges[b] = e.freq_high;
@@ -284,6 +335,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
         exits: (0..n).filter(|&b| cfg.blocks[b].exit.is_some()).collect(),
         estimates,
         ranges,
+        floors,
     };
     Prepared {
         problem,
@@ -353,7 +405,22 @@ mod tests {
             stall_suspect: false,
             straight: false,
             excluded: 0.0,
+            exits_if_mispredicted: None,
         }
+    }
+
+    #[test]
+    fn a_loop_exit_with_only_refetch_samples_is_a_floor() {
+        let mut o = obs(0.0, 0.0);
+        o.excluded = 30.0;
+        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        o.exits_if_mispredicted = Some(1000.0);
+        let e = estimate_class(0, &[0], &[o], 2.0).unwrap();
+        assert!(e.floor && e.freq == 1000.0 && e.confidence == Confidence::Low);
+        // Clean samples of its own win.
+        let mut own = obs(50.0, 1.0);
+        own.exits_if_mispredicted = Some(1000.0);
+        assert!(!estimate_class(0, &[0], &[own], 2.0).unwrap().floor);
     }
 
     #[test]
