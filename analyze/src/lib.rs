@@ -19,7 +19,7 @@
 //! kernel names need the profiled kernel to be the running one. Frequencies
 //! are accurate where code runs near the model's best case and poor where
 //! dynamic stalls (cache misses, mispredicts) dominate every block of a
-//! region (BENCHMARKS.md, five recorded workloads against callgrind: 55 %
+//! region (BENCHMARKS.md, five recorded workloads against callgrind: 56 %
 //! of samples within 10 % unscaled, 62 % with one scale fitted; 96 % on
 //! msort, 18 % unscaled on the cache-missing btree); a block's confidence
 //! is its solved frequency's posterior standard error. Culprits of
