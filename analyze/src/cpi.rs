@@ -554,6 +554,7 @@ fn charge_responsible(
         external,
         refetch,
         refetch_in,
+        refetch_bounded: refetch_room.iter().map(|r| r.is_some()).collect(),
     }
 }
 
@@ -568,7 +569,13 @@ struct Charges {
     refetch: Vec<f64>,
     /// Per block, the refetch-suspect samples that landed in it.
     refetch_in: Vec<f64>,
+    /// Per block: its header refetch was bounded by its entries.
+    refetch_bounded: Vec<bool>,
 }
+
+/// How far (a share of the larger) a block's frequency may move between
+/// the two passes and still count as settled.
+const UNSTABLE: f64 = 0.5;
 
 /// Whether the samples an instruction causes land inside the function, so
 /// its charge can be seen: not a call (its samples land in the callee, and
@@ -623,6 +630,8 @@ pub struct FunctionAnalysis<'a> {
     loads: Vec<bool>,
     cps: Option<f64>,
     warnings: Vec<String>,
+    /// Pass 1's frequencies, once computed.
+    first: std::sync::OnceLock<Option<Vec<f64>>>,
 }
 
 impl<'a> FunctionAnalysis<'a> {
@@ -679,6 +688,7 @@ impl<'a> FunctionAnalysis<'a> {
             loads,
             cps,
             warnings,
+            first: std::sync::OnceLock::new(),
         }
     }
 
@@ -783,10 +793,40 @@ impl<'a> FunctionAnalysis<'a> {
     pub fn frequencies(&self) -> Option<Frequencies> {
         let c = self.cps?;
         let cfg = &self.code.cfg;
-        let landed = self.observe(&self.charge(None));
-        let first = estimate(cfg, &landed, c);
-        let obs = self.observe(&self.charge(Some(&first.freq)));
-        Some(estimate(cfg, &obs, c))
+        let first = self.first_pass()?;
+        let obs = self.observe(&self.charge(Some(first)));
+        let mut p = prepare(cfg, &obs, c);
+        let (freq, spread) = crate::frequency::solve_alone(&p);
+        p.unstable = self.unstable(&freq);
+        Some(crate::frequency::finish(p, freq, &spread))
+    }
+
+    /// Pass 1: frequencies from the samples where they landed.
+    fn first_pass(&self) -> Option<&[f64]> {
+        self.first
+            .get_or_init(|| {
+                let c = self.cps?;
+                let landed = self.observe(&self.charge(None));
+                Some(estimate(&self.code.cfg, &landed, c).freq)
+            })
+            .as_deref()
+    }
+
+    /// Blocks whose frequency `freq` (from samples charged by pass 1) is
+    /// more than half away from pass 1's own: a split of a block's first
+    /// samples feeding the estimate it was made by (interp's handlers).
+    /// Not where pass 2 bounded a loop header's refetch by its entries:
+    /// that move is meant.
+    fn unstable(&self, freq: &[f64]) -> Vec<bool> {
+        let Some(first) = self.first_pass() else {
+            return vec![false; freq.len()];
+        };
+        let bounded = self.charge(Some(freq)).refetch_bounded;
+        freq.iter()
+            .zip(first)
+            .zip(&bounded)
+            .map(|((a, b), bounded)| !bounded && (a - b).abs() > UNSTABLE * a.max(*b))
+            .collect()
     }
 
     /// The function's frequency problem with its samples charged by `freq`
@@ -794,7 +834,9 @@ impl<'a> FunctionAnalysis<'a> {
     pub fn prepared(&self, freq: &[f64]) -> Option<Prepared> {
         let c = self.cps?;
         let obs = self.observe(&self.charge(Some(freq)));
-        Some(prepare(&self.code.cfg, &obs, c))
+        let mut p = prepare(&self.code.cfg, &obs, c);
+        p.unstable = self.unstable(freq);
+        Some(p)
     }
 
     /// The report for frequencies `freqs` (None: samples and the model

@@ -268,17 +268,25 @@ pub struct Prepared {
     classes: Vec<ClassEstimate>,
     confidence: Vec<Confidence>,
     bounded: Vec<bool>,
+    /// Per block: its frequency moved by more than half between the pass
+    /// on raw samples and the pass on samples split by that first answer
+    /// (an estimate feeding itself): never above low confidence.
+    pub unstable: Vec<bool>,
 }
 
 /// Frequencies of every block of a function on its own.
 pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> Frequencies {
     let p = prepare(cfg, obs, cycles_per_sample);
+    let (freq, spread) = solve_alone(&p);
+    finish(p, freq, &spread)
+}
+
+/// A prepared problem solved on its own: frequencies and standard errors
+/// (zeros and none when nothing is estimated).
+pub fn solve_alone(p: &Prepared) -> (Vec<f64>, Vec<Option<f64>>) {
     match solve_with_spread(std::slice::from_ref(&p.problem), &[]) {
-        Some(mut s) => {
-            let (freq, spread) = (s.freq.remove(0), s.spread.remove(0));
-            finish(p, freq, &spread)
-        }
-        None => finish(p, vec![0.0; cfg.blocks.len()], &[]),
+        Some(mut s) => (s.freq.remove(0), s.spread.remove(0)),
+        None => (vec![0.0; p.problem.blocks], vec![]),
     }
 }
 
@@ -342,6 +350,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
         classes,
         confidence,
         bounded,
+        unstable: vec![false; n],
     }
 }
 
@@ -358,6 +367,7 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
         classes,
         mut confidence,
         bounded,
+        unstable,
     } = p;
     let estimates = problem.estimates;
     let n = freq.len();
@@ -379,6 +389,11 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             if off > est.max(sd) {
                 confidence[b] = Confidence::Low;
             }
+        }
+    }
+    for (c, u) in confidence.iter_mut().zip(&unstable) {
+        if *u {
+            *c = Confidence::Low;
         }
     }
     // A bound stays a bound where conservation kept the block near it.
