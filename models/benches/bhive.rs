@@ -13,7 +13,8 @@
 //! llvm-mca's cycles or `-`) so a later run with `DCPI_BHIVE_LOAD=FILE`
 //! judges a changed model on the same ground truth in seconds, without
 //! measuring again (a quiet host is rare; the ranking must not depend on
-//! which minute a block was measured in).
+//! which minute a block was measured in). Relative paths are from the
+//! workspace root (e.g. `datasets/models/bhive-zen4.tsv`).
 
 use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::classify::shape;
@@ -80,6 +81,17 @@ fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
         cur.push(i);
     }
     out
+}
+
+/// A relative path as the user meant it: from the workspace root (cargo
+/// runs benches in the package's directory, models/).
+fn from_workspace(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() {
+        return path.into();
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.join(p).to_string_lossy().into_owned()
 }
 
 fn kendall_tau(x: &[f64], y: &[f64]) -> f64 {
@@ -166,6 +178,7 @@ fn main() {
         _ => "x86-64",
     };
     let saved = std::env::var("DCPI_BHIVE_LOAD").ok().map(|path| {
+        let path = from_workspace(&path);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         text.lines()
             .filter(|l| !l.starts_with('#'))
@@ -293,6 +306,7 @@ fn main() {
         waits
     );
     if let Ok(path) = std::env::var("DCPI_BHIVE_SAVE") {
+        let path = from_workspace(&path);
         std::fs::write(&path, &save).unwrap_or_else(|e| panic!("{path}: {e}"));
         println!("measurements written to {path}");
     }
