@@ -377,6 +377,22 @@ impl Cfg {
             })
     }
 
+    /// Whether the edge `from` → `to` closes a loop: `to` is the header of
+    /// a loop whose body holds `from`.
+    pub fn is_back_edge(&self, from: usize, to: usize) -> bool {
+        self.loops
+            .iter()
+            .any(|l| l.header == to && l.body.binary_search(&from).is_ok())
+    }
+
+    /// Whether the edge `from` → `to` leaves a loop (`from` is in a loop
+    /// `to` is not).
+    pub fn leaves_loop(&self, from: usize, to: usize) -> bool {
+        self.loops_of[from]
+            .iter()
+            .any(|l| !self.loops_of[to].contains(l))
+    }
+
     /// The block holding an address.
     pub fn block_at(&self, addr: u64) -> Option<usize> {
         let i = self.blocks.partition_point(|b| b.start <= addr);

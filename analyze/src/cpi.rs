@@ -382,6 +382,7 @@ fn charge_responsible(
     block_of: &[usize],
     fused: &[bool],
     instant: &[bool],
+    loads: &[bool],
     freq: Option<&[f64]>,
     refill_samples: Option<f64>,
 ) -> Charges {
@@ -409,31 +410,22 @@ fn charge_responsible(
     // load that can miss: the samples one past it are as likely its
     // consumer waiting (msort's copy loop: 451 samples on the store after
     // the load, twice its other instructions' share).
-    let can_miss = |i: usize| {
-        crate::culprits::reads_memory(&cfg.insns[i])
-            .is_some_and(|base| base != iced_x86::Register::RSP)
-    };
-    let is_back_edge = |from: usize, to: usize| {
-        cfg.loops
-            .iter()
-            .any(|l| l.header == to && l.body.binary_search(&from).is_ok())
-    };
     let mut refetch_room: Vec<Option<f64>> = (0..cfg.blocks.len())
         .map(|b| {
             let f = freq?;
             let per = refill_samples?;
-            if can_miss(cfg.blocks[b].insns.start) {
+            if loads[cfg.blocks[b].insns.start] {
                 return None;
             }
             let mut entries = f[b];
             for e in cfg.predecessors(b) {
-                if is_back_edge(e.from, b) {
+                if cfg.is_back_edge(e.from, b) {
                     entries -= f[e.from];
                 } else if unsure(cfg.blocks[e.from].insns.end - 1) {
                     return None;
                 }
             }
-            let back = cfg.predecessors(b).any(|e| is_back_edge(e.from, b));
+            let back = cfg.predecessors(b).any(|e| cfg.is_back_edge(e.from, b));
             back.then_some(entries.max(0.0) * per)
         })
         .collect();
@@ -448,14 +440,9 @@ fn charge_responsible(
     let after_unsure_forward: Vec<bool> = (0..cfg.blocks.len())
         .map(|b| {
             cfg.predecessors(b).any(|e| {
-                let back = cfg
-                    .loops
-                    .iter()
-                    .any(|l| l.header == b && l.body.binary_search(&e.from).is_ok());
-                let exit = cfg.loops_of[e.from]
-                    .iter()
-                    .any(|l| !cfg.loops_of[b].contains(l));
-                !back && !exit && unsure(cfg.blocks[e.from].insns.end - 1)
+                !cfg.is_back_edge(e.from, b)
+                    && !cfg.leaves_loop(e.from, b)
+                    && unsure(cfg.blocks[e.from].insns.end - 1)
             })
         })
         .collect();
@@ -569,7 +556,8 @@ struct Charges {
     refetch: Vec<f64>,
     /// Per block, the refetch-suspect samples that landed in it.
     refetch_in: Vec<f64>,
-    /// Per block: its header refetch was bounded by its entries.
+    /// Per block: a loop header whose refetch from its back edges is
+    /// bounded by its entries (whether the bound bit or not).
     refetch_bounded: Vec<bool>,
 }
 
@@ -708,6 +696,7 @@ impl<'a> FunctionAnalysis<'a> {
             &self.block_of,
             &self.fused,
             &self.instant,
+            &self.loads,
             freq,
             refill,
         )
@@ -755,10 +744,7 @@ impl<'a> FunctionAnalysis<'a> {
                     preds.peek().is_some()
                         && preds.all(|e| {
                             let last = &cfg.insns[cfg.blocks[e.from].insns.end - 1];
-                            crate::disasm::may_mispredict(last)
-                                && cfg.loops_of[e.from]
-                                    .iter()
-                                    .any(|l| !cfg.loops_of[b].contains(l))
+                            crate::disasm::may_mispredict(last) && cfg.leaves_loop(e.from, b)
                         })
                 };
                 let penalty = self.machine.mispredict_penalty as f64;
@@ -794,10 +780,10 @@ impl<'a> FunctionAnalysis<'a> {
         let c = self.cps?;
         let cfg = &self.code.cfg;
         let first = self.first_pass()?;
-        let obs = self.observe(&self.charge(Some(first)));
-        let mut p = prepare(cfg, &obs, c);
+        let ch = self.charge(Some(first));
+        let mut p = prepare(cfg, &self.observe(&ch), c);
         let (freq, spread) = crate::frequency::solve_alone(&p);
-        p.unstable = self.unstable(&freq);
+        p.unstable = self.unstable(&freq, &ch);
         Some(crate::frequency::finish(p, freq, &spread))
     }
 
@@ -817,14 +803,13 @@ impl<'a> FunctionAnalysis<'a> {
     /// samples feeding the estimate it was made by (interp's handlers).
     /// Not where pass 2 bounded a loop header's refetch by its entries:
     /// that move is meant.
-    fn unstable(&self, freq: &[f64]) -> Vec<bool> {
+    fn unstable(&self, freq: &[f64], ch: &Charges) -> Vec<bool> {
         let Some(first) = self.first_pass() else {
             return vec![false; freq.len()];
         };
-        let bounded = self.charge(Some(freq)).refetch_bounded;
         freq.iter()
             .zip(first)
-            .zip(&bounded)
+            .zip(&ch.refetch_bounded)
             .map(|((a, b), bounded)| !bounded && (a - b).abs() > UNSTABLE * a.max(*b))
             .collect()
     }
@@ -833,9 +818,9 @@ impl<'a> FunctionAnalysis<'a> {
     /// (its frequencies alone), to be solved linked with other functions'.
     pub fn prepared(&self, freq: &[f64]) -> Option<Prepared> {
         let c = self.cps?;
-        let obs = self.observe(&self.charge(Some(freq)));
-        let mut p = prepare(&self.code.cfg, &obs, c);
-        p.unstable = self.unstable(freq);
+        let ch = self.charge(Some(freq));
+        let mut p = prepare(&self.code.cfg, &self.observe(&ch), c);
+        p.unstable = self.unstable(freq, &ch);
         Some(p)
     }
 
