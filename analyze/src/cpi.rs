@@ -394,6 +394,9 @@ fn charge_responsible(
     let mut refetch = vec![0.0f64; ni];
     // Per block: refetch-suspect samples that landed in it.
     let mut refetch_in = vec![0.0f64; cfg.blocks.len()];
+    // Per instruction: the part of its charge split to it from a later
+    // block's first samples among several predecessors.
+    let mut split = vec![0.0f64; ni];
     let unsure = |last: usize| crate::disasm::may_mispredict(&cfg.insns[last]);
     let reads_memory = |i: usize| crate::culprits::reads_memory(&cfg.insns[i]).is_some();
     let after_unsure_branch: Vec<bool> = (0..cfg.blocks.len())
@@ -528,6 +531,8 @@ fn charge_responsible(
                 if unsure(last) {
                     refetch_in[b] += s * w / whole;
                 }
+            } else if preds.len() > 1 {
+                split[to] += s * w / whole;
             }
         }
         if own_entry > 0.0 {
@@ -541,6 +546,7 @@ fn charge_responsible(
         external,
         refetch,
         refetch_in,
+        split,
         refetch_bounded: refetch_room.iter().map(|r| r.is_some()).collect(),
     }
 }
@@ -556,6 +562,9 @@ struct Charges {
     refetch: Vec<f64>,
     /// Per block, the refetch-suspect samples that landed in it.
     refetch_in: Vec<f64>,
+    /// Per instruction: charged from a later block's first samples split
+    /// among several predecessors (by the frequencies being estimated).
+    split: Vec<f64>,
     /// Per block: a loop header whose refetch from its back edges is
     /// bounded by its entries (whether the bound bit or not).
     refetch_bounded: Vec<bool>,
@@ -754,9 +763,20 @@ impl<'a> FunctionAnalysis<'a> {
                     }
                     _ => None,
                 };
+                // All its clean evidence is a share of a successor's first
+                // samples, split by the frequencies being estimated: a guess
+                // (codec's never-run `0x1430` took half of its successor's
+                // through its jmp and came out 71 M at medium).
+                let guessed = total > 0.0
+                    && blk
+                        .insns
+                        .clone()
+                        .filter(|&i| clear(i))
+                        .all(|i| ch.samples[i] <= ch.split[i] + 1e-9);
                 BlockObservation {
                     samples: total,
                     excluded,
+                    guessed,
                     exits_if_mispredicted,
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     straight: cfg.loops_of[b].is_empty(),
@@ -783,7 +803,8 @@ impl<'a> FunctionAnalysis<'a> {
         let ch = self.charge(Some(first));
         let mut p = prepare(cfg, &self.observe(&ch), c);
         let (freq, spread) = crate::frequency::solve_alone(&p);
-        p.unstable = self.unstable(&freq, &ch);
+        let u = self.unstable(&freq, &ch);
+        p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
         Some(crate::frequency::finish(p, freq, &spread))
     }
 
@@ -820,7 +841,8 @@ impl<'a> FunctionAnalysis<'a> {
         let c = self.cps?;
         let ch = self.charge(Some(freq));
         let mut p = prepare(&self.code.cfg, &self.observe(&ch), c);
-        p.unstable = self.unstable(freq, &ch);
+        let u = self.unstable(freq, &ch);
+        p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
         Some(p)
     }
 

@@ -90,6 +90,9 @@ pub struct BlockObservation {
     /// Samples charged to the block but left out of `samples` (a refetch's
     /// or a caller's): not a clean measure, yet proof that it ran.
     pub excluded: f64,
+    /// All of `samples` is a share of a successor's first samples split
+    /// among several predecessors by the frequencies being estimated.
+    pub guessed: bool,
     /// For the target of loop exits only: how many times the loop was
     /// left, if each exit mispredicted once (the refetch samples that
     /// landed in the block over one refill's worth). Exits that were
@@ -268,10 +271,12 @@ pub struct Prepared {
     classes: Vec<ClassEstimate>,
     confidence: Vec<Confidence>,
     bounded: Vec<bool>,
-    /// Per block: its frequency moved by more than half between the pass
-    /// on raw samples and the pass on samples split by that first answer
-    /// (an estimate feeding itself): never above low confidence.
-    pub unstable: Vec<bool>,
+    /// Per block: its frequency rests on a guess — all its clean samples
+    /// are a share of a successor's first samples split by the
+    /// frequencies being estimated, or it moved by more than half between
+    /// the pass on raw samples and the pass on samples split by that first
+    /// answer (an estimate feeding itself): never above low confidence.
+    pub guessed: Vec<bool>,
 }
 
 /// Frequencies of every block of a function on its own.
@@ -350,7 +355,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
         classes,
         confidence,
         bounded,
-        unstable: vec![false; n],
+        guessed: obs.iter().map(|o| o.guessed).collect(),
     }
 }
 
@@ -367,7 +372,7 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
         classes,
         mut confidence,
         bounded,
-        unstable,
+        guessed,
     } = p;
     let estimates = problem.estimates;
     let n = freq.len();
@@ -391,7 +396,7 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             }
         }
     }
-    for (c, u) in confidence.iter_mut().zip(&unstable) {
+    for (c, u) in confidence.iter_mut().zip(&guessed) {
         if *u {
             *c = Confidence::Low;
         }
@@ -420,6 +425,7 @@ mod tests {
             stall_suspect: false,
             straight: false,
             excluded: 0.0,
+            guessed: false,
             exits_if_mispredicted: None,
         }
     }
