@@ -246,6 +246,36 @@ fn accuracy_floors_against_callgrind() {
     }
 }
 
+/// `dcpi prof --symfs DIR` finds images that moved (as cpi and list do):
+/// the recordings name /work/main/datasets/analyzer/..., which a clone
+/// elsewhere does not have; a wrong binary under the root is refused by
+/// build-id rather than misread.
+#[test]
+fn prof_finds_moved_images_under_symfs() {
+    let procs = |out: &str| -> Vec<String> {
+        let v: Value = serde_json::from_str(out).unwrap();
+        v["procedures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["procedure"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (ok, out, err) = recorded("prof", "msort", &["--format", "json"]);
+    assert!(ok, "{err}");
+    let names = procs(&out);
+    assert!(names.iter().take(2).any(|n| n == "merge"), "{names:?}");
+    let dir = tempdir();
+    std::fs::copy(data().join("kernels"), dir.path().join("msort")).unwrap();
+    let db = "datasets/analyzer/msort.db";
+    let root = dir.path().to_str().unwrap();
+    let (ok, out, err) = run(&["prof", "--db", db, "--symfs", root, "--format", "json"]);
+    assert!(ok, "{err}");
+    assert!(!procs(&out).iter().any(|n| n == "merge"), "{out}");
+    let warning = format!("{root}/msort: build-id is now");
+    assert!(out.contains(&warning), "{out}");
+}
+
 /// Estimates that rest on a guess say so: codec's `0x1430` (rle_encode's
 /// run-of-255 path) never runs and has no samples, but takes a share of
 /// its successor's first samples through its jmp; interp's dispatch loop

@@ -19,18 +19,24 @@ pub struct Located {
 /// DIR/recorded/path, then DIR/basename), as perf's --symfs does.
 pub fn open_image(profile: &Profile, row: &ImageRow) -> Result<ElfImage> {
     let want = row.build_id.as_deref();
-    if let Some(root) = &profile.symfs {
-        let rel = row.path.trim_start_matches('/');
-        let base = row.path.rsplit('/').next().unwrap_or(rel);
-        for cand in [root.join(rel), root.join(base)] {
-            if cand.exists() {
-                let mut img = ElfImage::open(&cand.to_string_lossy(), want)?;
-                img.path = cand.to_string_lossy().into_owned();
-                return Ok(img);
-            }
-        }
+    if let Some(cand) = under_symfs(profile.symfs.as_deref(), &row.path) {
+        let mut img = ElfImage::open(&cand, want)?;
+        img.path = cand;
+        return Ok(img);
     }
     ElfImage::open(&row.path, want)
+}
+
+/// Where an image recorded at `path` is under a symbol root, if it is
+/// there: ROOT/recorded/path, then ROOT/basename (perf's --symfs).
+pub fn under_symfs(root: Option<&std::path::Path>, path: &str) -> Option<String> {
+    let root = root?;
+    let rel = path.trim_start_matches('/');
+    let base = path.rsplit('/').next().unwrap_or(rel);
+    [root.join(rel), root.join(base)]
+        .into_iter()
+        .find(|c| c.exists())
+        .map(|c| c.to_string_lossy().into_owned())
 }
 
 pub fn locate(

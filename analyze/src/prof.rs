@@ -36,6 +36,8 @@ pub struct ProfQuery {
     pub limit: usize,
     /// Hide rows below this percentage of the sort event's samples.
     pub min_percent: f64,
+    /// Where to look for images first (`--symfs`).
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -239,7 +241,7 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
     };
     let keep_process = |p: &ProcessRow| filter.keeps(p);
 
-    let mut symbolizer = Symbolizer::new();
+    let mut symbolizer = Symbolizer::with_symfs(q.symfs.clone());
     let mut by_image: HashMap<i64, Vec<u64>> = HashMap::new();
     let mut by_proc: HashMap<(i64, String), (Option<u64>, Vec<u64>)> = HashMap::new();
     let mut by_process: HashMap<i64, (u64, u64, f64, f64, bool)> = HashMap::new();

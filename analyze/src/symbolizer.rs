@@ -12,6 +12,8 @@ pub struct Symbolizer {
     elf: HashMap<i64, Option<ElfSymbols>>,
     kernel: Option<KernelSymbols>,
     warnings: Vec<String>,
+    /// Where to look for images first (`--symfs`).
+    symfs: Option<std::path::PathBuf>,
 }
 
 impl Symbolizer {
@@ -19,23 +21,35 @@ impl Symbolizer {
         Self::default()
     }
 
+    /// Looks for images under `root` first (ROOT/recorded/path, then
+    /// ROOT/basename), as `--symfs` does for the other reports.
+    pub fn with_symfs(root: Option<std::path::PathBuf>) -> Self {
+        Symbolizer {
+            symfs: root,
+            ..Self::default()
+        }
+    }
+
     fn elf(&mut self, img: &ImageRow) -> Option<&ElfSymbols> {
         if !self.elf.contains_key(&img.id) {
-            let loaded = match ElfSymbols::load(&img.path) {
+            let path = crate::function_lookup::under_symfs(self.symfs.as_deref(), &img.path)
+                .unwrap_or_else(|| img.path.clone());
+            let loaded = match ElfSymbols::load(&path) {
                 Ok(s) => match (&img.build_id, &s.build_id) {
                     (Some(want), Some(have)) if want != have => {
                         self.warnings.push(format!(
-                            "{}: build-id is now {have}, the profile was taken of {want}; \
-                             its samples are shown by offset only (the binary changed since profiling)",
-                            img.path
+                            "{path}: build-id is now {have}, the profile was taken of {want}; \
+                             its samples are shown by offset only (the binary changed since profiling)"
                         ));
                         None
                     }
                     _ => Some(s),
                 },
                 Err(e) => {
-                    self.warnings
-                        .push(format!("{e}; its samples are shown by offset only"));
+                    self.warnings.push(format!(
+                        "{e}; its samples are shown by offset only (if the binary moved, \
+                         give --symfs DIR)"
+                    ));
                     None
                 }
             };

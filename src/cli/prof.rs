@@ -56,6 +56,10 @@ pub struct ProfArgs {
     /// Hide rows under this percentage of the samples.
     #[arg(long = "min-percent", default_value_t = 0.0)]
     pub min_percent: f64,
+    /// Look for images under DIR first (DIR/recorded/path, then
+    /// DIR/basename), for a profile whose binaries moved.
+    #[arg(long)]
+    pub symfs: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -74,6 +78,7 @@ pub fn run(a: ProfArgs) -> anyhow::Result<i32> {
         },
         limit: a.limit,
         min_percent: a.min_percent,
+        symfs: a.symfs,
     };
     let report = build(&a.db, &q)?;
     match a.format {
