@@ -246,7 +246,8 @@ fn accuracy_floors_against_callgrind() {
     }
 }
 
-/// `dcpi prof --symfs DIR` finds images that moved (as cpi and list do):
+/// `dcpi prof --symfs DIR` and `dcpi report --symfs DIR` find images that
+/// moved (as cpi and list do):
 /// the recordings name /work/main/datasets/analyzer/..., which a clone
 /// elsewhere does not have; a wrong binary under the root is refused by
 /// build-id rather than misread.
@@ -274,6 +275,10 @@ fn prof_finds_moved_images_under_symfs() {
     assert!(!procs(&out).iter().any(|n| n == "merge"), "{out}");
     let warning = format!("{root}/msort: build-id is now");
     assert!(out.contains(&warning), "{out}");
+    // So does `dcpi report` (Prospect's per-process profiles).
+    let (ok, out, err) = run(&["report", "--db", db, "--symfs", "datasets/analyzer"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("u:merge"), "{out}");
 }
 
 /// Estimates that rest on a guess say so: codec's `0x1430` (rle_encode's

@@ -35,6 +35,8 @@ pub struct ReportQuery {
     pub profiles: usize,
     /// Rows per process profile and in the kernel profile.
     pub rows: usize,
+    /// Where to look for images first (`--symfs`).
+    pub symfs: Option<std::path::PathBuf>,
 }
 
 impl Default for ReportQuery {
@@ -46,6 +48,7 @@ impl Default for ReportQuery {
             threshold_percent: 1.0,
             profiles: 5,
             rows: 12,
+            symfs: None,
         }
     }
 }
@@ -232,7 +235,7 @@ pub fn build(db_path: &Path, q: &ReportQuery) -> Result<ProspectReport> {
     let images: HashMap<i64, ImageRow> = reader.images()?.into_iter().map(|i| (i.id, i)).collect();
     let processes: HashMap<i64, ProcessRow> =
         reader.processes()?.into_iter().map(|p| (p.id, p)).collect();
-    let mut symbolizer = Symbolizer::new();
+    let mut symbolizer = Symbolizer::with_symfs(q.symfs.clone());
     let mut names: HashMap<(i64, u64), String> = HashMap::new();
     let mut name_of = |img: &ImageRow, off: u64| {
         names

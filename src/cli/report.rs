@@ -28,6 +28,10 @@ pub struct ReportArgs {
     /// Rows per profile.
     #[arg(long, short = 'n', default_value_t = 12)]
     pub rows: usize,
+    /// Look for images under DIR first (DIR/recorded/path, then
+    /// DIR/basename), for a profile whose binaries moved.
+    #[arg(long)]
+    pub symfs: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -40,6 +44,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         threshold_percent: a.threshold,
         profiles: a.profiles,
         rows: a.rows,
+        symfs: a.symfs,
     };
     let r = build(&a.db, &q)?;
     match a.format {
