@@ -134,7 +134,12 @@ pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Soluti
         }
         f = solve_weighted(&q, links)?;
     }
-    Some(f)
+    // Standard errors of the final solution only (one solve per block).
+    let spread = f.spread();
+    Some(Solution {
+        freq: f.freq,
+        spread,
+    })
 }
 
 /// Solves several functions' problems at once, their call sites tied to
@@ -154,7 +159,7 @@ struct Arc {
     to: Option<usize>,
 }
 
-fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
+fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
     let all =
         |p: &'_ FlowProblem| -> Vec<(f64, f64)> { p.estimates.iter().flatten().copied().collect() };
     if parts.iter().all(|p| all(p).is_empty()) {
@@ -168,9 +173,10 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
         .map(|p| all(p).iter().map(|e| e.0 + e.1).fold(0.0f64, f64::max))
         .collect();
     if scales.iter().all(|s| *s <= 0.0) {
-        return Some(Solution {
+        return Some(Weighted {
             freq: parts.iter().map(|p| vec![0.0; p.blocks]).collect(),
-            spread: parts.iter().map(|p| vec![None; p.blocks]).collect(),
+            factored: None,
+            scales,
         });
     }
     // A part with nothing of its own takes the largest scale of all: it is
@@ -236,9 +242,9 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
     }
     let mut active = vec![true; arcs.len()];
     let mut result: Vec<Vec<f64>> = Vec::new();
-    let mut spread: Vec<Vec<Option<f64>>> = Vec::new();
+    let mut factored = None;
     for _round in 0..2 {
-        let (x, sd) = solve_once(
+        let (x, f) = solve_once(
             parts,
             links,
             &Rows {
@@ -250,6 +256,7 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
             &arcs,
             &active,
         )?;
+        factored = Some(f);
         let mut clamped = false;
         for (k, v) in x.iter().enumerate() {
             if active[k] && *v < -NEGLIGIBLE {
@@ -263,31 +270,76 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
                 result[a.part][b] += x[k].max(0.0) * scales[a.part];
             }
         }
-        let mut g = 0;
-        spread = parts
-            .iter()
-            .zip(&scales)
-            .map(|(p, scale)| {
-                (0..p.blocks)
-                    .map(|_| {
-                        g += 1;
-                        sd.as_ref().and_then(|v| v[g - 1]).map(|s| s * scale)
-                    })
-                    .collect()
-            })
-            .collect();
         if !clamped {
             break;
         }
     }
-    Some(Solution {
+    Some(Weighted {
         freq: result,
-        spread,
+        factored,
+        scales,
     })
 }
 
-/// Per block (numbered across parts), its standard error in scale units.
-type Spread = Vec<Option<f64>>;
+/// A solution with what its standard errors need: the last factor.
+struct Weighted {
+    freq: Vec<Vec<f64>>,
+    factored: Option<Factored>,
+    scales: Vec<f64>,
+}
+
+/// The Cholesky factor of AᵀWA (unknowns renumbered by `perm`) and, per
+/// block numbered across parts, its active in-arcs.
+struct Factored {
+    chol: CscCholesky<f64>,
+    perm: Vec<usize>,
+    ins: Vec<Vec<usize>>,
+    wmax: f64,
+}
+
+impl Weighted {
+    /// Posterior standard error of each block's frequency: cᵀ (AᵀWA)⁻¹ c
+    /// for c its in-arcs, the weights being 1/σ² over wmax; one solve per
+    /// block with the factor, skipped where that would cost more than
+    /// SPREAD_BUDGET.
+    fn spread(&self) -> Vec<Vec<Option<f64>>> {
+        let per_block: Option<Vec<Option<f64>>> = self.factored.as_ref().and_then(|f| {
+            let m = f.perm.len();
+            let work = f.ins.len().saturating_mul(f.chol.l().nnz());
+            (work <= SPREAD_BUDGET).then(|| {
+                f.ins
+                    .iter()
+                    .map(|arcs| {
+                        let c: Vec<usize> = arcs.iter().map(|&k| f.perm[k]).collect();
+                        if c.is_empty() {
+                            return None;
+                        }
+                        let mut e = DMatrix::zeros(m, 1);
+                        for &k in &c {
+                            e[(k, 0)] = 1.0;
+                        }
+                        let z = f.chol.solve(&e);
+                        let var: f64 = c.iter().map(|&k| z[(k, 0)]).sum::<f64>() / f.wmax;
+                        (var >= 0.0).then(|| var.sqrt())
+                    })
+                    .collect()
+            })
+        });
+        let mut g = 0;
+        self.freq
+            .iter()
+            .zip(&self.scales)
+            .map(|(blocks, scale)| {
+                (0..blocks.len())
+                    .map(|_| {
+                        g += 1;
+                        per_block.as_ref().and_then(|v| v[g - 1]).map(|s| s * scale)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
 
 /// One weighted least-squares row: sum of coef × arc flow ≈ rhs.
 struct Row {
@@ -310,7 +362,7 @@ fn solve_once(
     r: &Rows,
     arcs: &[Arc],
     active: &[bool],
-) -> Option<(Vec<f64>, Option<Spread>)> {
+) -> Option<(Vec<f64>, Factored)> {
     let m = arcs.len();
     // Blocks numbered across parts.
     let mut base = Vec::with_capacity(parts.len());
@@ -416,28 +468,15 @@ fn solve_once(
         x += chol.solve(&residual);
     }
     let x = (0..m).map(|k| x[(perm[k], 0)]).collect();
-    // Posterior variance of a block's frequency cᵀ x: cᵀ (AᵀWA)⁻¹ c, the
-    // weights being 1/σ² over wmax. One solve per block with the factor;
-    // skipped where that would cost more than SPREAD_BUDGET.
-    let work = nb.saturating_mul(chol.l().nnz());
-    let spread = (work <= SPREAD_BUDGET).then(|| {
-        (0..nb)
-            .map(|g| {
-                let c: Vec<usize> = ins[g].iter().map(|&k| perm[k]).collect();
-                if c.is_empty() {
-                    return None;
-                }
-                let mut e = DMatrix::zeros(m, 1);
-                for &k in &c {
-                    e[(k, 0)] = 1.0;
-                }
-                let z = chol.solve(&e);
-                let var: f64 = c.iter().map(|&k| z[(k, 0)]).sum::<f64>() / r.wmax;
-                (var >= 0.0).then(|| var.sqrt())
-            })
-            .collect()
-    });
-    Some((x, spread))
+    Some((
+        x,
+        Factored {
+            chol,
+            perm,
+            ins,
+            wmax: r.wmax,
+        },
+    ))
 }
 
 /// New position of each unknown: reverse Cuthill-McKee over "shares a row".

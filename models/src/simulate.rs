@@ -126,6 +126,10 @@ pub(crate) struct Graph<'a> {
     costs: Vec<StaticCost>,
     store_addr_ports: u16,
     store_data_ports: u16,
+    /// Nop fusion applies: the machine does it and the block has something
+    /// besides nops (a block of nops only would alternate between
+    /// iterations).
+    nop_fusion: bool,
     pub port_sets: Vec<Vec<usize>>,
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
@@ -261,6 +265,7 @@ impl<'a> Graph<'a> {
         Graph {
             store_addr_ports,
             store_data_ports,
+            nop_fusion: m.nop_fusion && shapes.iter().any(|sh| !sh.is_nop),
             m,
             shapes,
             costs,
@@ -482,9 +487,7 @@ impl<'a> Graph<'a> {
         let it = self.built;
         self.built += 1;
         let (store_addr_ports, store_data_ports) = (self.store_addr_ports, self.store_data_ports);
-        // Nop fusion pairs a nop with the instruction before it; a block of
-        // nops only would alternate between iterations, so it is left out.
-        let nop_fusion = m.nop_fusion && shapes.iter().any(|sh| !sh.is_nop);
+        let nop_fusion = self.nop_fusion;
         for (s, sh) in shapes.iter().enumerate() {
             let c = &self.costs[s];
             let (latency, occupancy, slots, exec_ports, load_ports, load_latency, eliminated) = (
