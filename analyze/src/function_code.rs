@@ -58,6 +58,17 @@ pub fn function_cfg(
 /// (gcc's own inference, e.g. a `fail()` that calls exit). Looks `depth`
 /// calls deep.
 pub fn callee_never_returns(image: &ElfImage, addr: u64, depth: u32) -> bool {
+    // Not held while working it out: the answer recurses into callees.
+    let cache = || image.noreturn.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&answer) = cache().get(&(addr, depth)) {
+        return answer;
+    }
+    let answer = never_returns(image, addr, depth);
+    cache().insert((addr, depth), answer);
+    answer
+}
+
+fn never_returns(image: &ElfImage, addr: u64, depth: u32) -> bool {
     let Some(p) = image.symbols.procedure(addr) else {
         return false;
     };

@@ -8,10 +8,43 @@ use object::{Object, ObjectSegment};
 
 pub struct ElfImage {
     pub path: String,
-    data: Vec<u8>,
+    data: FileBytes,
     /// (file offset, file size, vaddr) of each PT_LOAD.
     segments: Vec<(u64, u64, u64)>,
     pub symbols: ElfSymbols,
+    /// Answers of [`crate::function_code::callee_never_returns`] by
+    /// (address, depth): a big function calls hundreds of functions, each
+    /// answer costs a disassembly, and linked functions share callees.
+    pub(crate) noreturn: std::sync::Mutex<std::collections::HashMap<(u64, u32), bool>>,
+}
+
+/// A file's bytes: mapped (a 23 MB library is read in pieces as the
+/// analysis touches them, not all at once), or read when it cannot be
+/// mapped (an empty file, a file system without mmap).
+enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl FileBytes {
+    fn open(path: &str) -> std::io::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        // Safety: the mapping is read-only and private to this process; an
+        // image rewritten in place while it is analyzed can fault (SIGBUS),
+        // as with any tool that maps binaries (perf, gdb). Its build-id is
+        // checked first thing after.
+        match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(m) => Ok(FileBytes::Mapped(m)),
+            Err(_) => std::fs::read(path).map(FileBytes::Read),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Read(v) => v,
+        }
+    }
 }
 
 impl ElfImage {
@@ -21,12 +54,12 @@ impl ElfImage {
             path: path.to_string(),
             detail,
         };
-        let data = std::fs::read(path).map_err(|e| {
+        let data = FileBytes::open(path).map_err(|e| {
             err(format!(
                 "{e} (the image must be at the path it was profiled from)"
             ))
         })?;
-        let symbols = ElfSymbols::parse(&data).map_err(err)?;
+        let symbols = ElfSymbols::parse(data.bytes()).map_err(err)?;
         if let (Some(want), Some(have)) = (want_build_id, symbols.build_id.as_deref()) {
             if want != have {
                 return Err(err(format!(
@@ -36,7 +69,8 @@ impl ElfImage {
                 )));
             }
         }
-        let file = object::File::parse(&*data).map_err(|e| err(format!("not an ELF file: {e}")))?;
+        let file =
+            object::File::parse(data.bytes()).map_err(|e| err(format!("not an ELF file: {e}")))?;
         let segments = file
             .segments()
             .map(|s| {
@@ -49,12 +83,13 @@ impl ElfImage {
             data,
             segments,
             symbols,
+            noreturn: Default::default(),
         })
     }
 
     /// The raw file contents.
     pub fn data(&self) -> &[u8] {
-        &self.data
+        self.data.bytes()
     }
 
     /// Bytes at [vaddr, vaddr+len) if one loaded segment holds them all.
@@ -62,7 +97,7 @@ impl ElfImage {
         self.segments.iter().find_map(|&(off, size, va)| {
             (vaddr >= va && vaddr + len as u64 <= va + size).then(|| {
                 let from = (off + vaddr - va) as usize;
-                &self.data[from..from + len]
+                &self.data.bytes()[from..from + len]
             })
         })
     }

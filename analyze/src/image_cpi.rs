@@ -15,6 +15,7 @@ use crate::function_code::FunctionCode;
 use crate::function_lookup::{functions_with_samples, open_image};
 use crate::image::ElfImage;
 use crate::linked_functions::reports;
+use crate::phase_timer::phase;
 use crate::samples::{ImageSamples, Profile, SampleFilter};
 use dcpi_collect::db::reader::ImageRow;
 use dcpi_models::machine::Machine;
@@ -83,8 +84,12 @@ fn solve(
         .par_iter()
         .map(|c| FunctionAnalysis::new(c, machine))
         .collect();
+    phase("model blocks");
     let alone = analyses.par_iter().map(|a| a.frequencies()).collect();
-    reports(&analyses, members, alone, refs, only)
+    phase("frequencies alone");
+    let out = reports(&analyses, members, alone, refs, only);
+    phase("linked solve and reports");
+    out
 }
 
 /// Start addresses of the functions whose bytes point at `func` with a
@@ -129,6 +134,7 @@ pub fn analyze_with_callers(
     syntax: Syntax,
 ) -> CpiReport {
     let refs = References::build(image);
+    phase("call references");
     let sampled: HashSet<u64> = functions_with_samples(image, samples)
         .into_iter()
         .map(|(f, _)| f.start)
@@ -175,6 +181,7 @@ pub fn analyze_with_callers(
         }
     }
     let members: Vec<&FunctionCode> = std::iter::once(code).chain(others.iter()).collect();
+    phase("load linked functions");
     solve(&members, machine, &refs, Some(0))
         .into_iter()
         .next()

@@ -6,6 +6,7 @@ use dcpi_analyze::disasm::Syntax;
 use dcpi_analyze::frequency::Confidence;
 use dcpi_analyze::function_code::FunctionCode;
 use dcpi_analyze::function_lookup::{locate, Located};
+use dcpi_analyze::phase_timer::phase;
 use dcpi_analyze::samples::{ImageSamples, Profile, SampleFilter};
 use dcpi_analyze::source_lines::SourceLines;
 use dcpi_models::machine::Machine;
@@ -65,9 +66,13 @@ impl SampleArgs {
         query: &str,
     ) -> anyhow::Result<(Located, ImageSamples, FunctionCode)> {
         let filter = self.filter();
+        phase("start");
         let found = locate(profile, &filter, query, self.image.as_deref())?;
+        phase("locate function (open image)");
         let samples = profile.image_samples(&found.row, &filter)?;
+        phase("read samples");
         let lines = SourceLines::open(&found.image.path, found.image.data());
+        phase("open source lines");
         let code = FunctionCode::load(
             &found.image,
             &samples,
@@ -75,6 +80,7 @@ impl SampleArgs {
             self.syntax(),
             Some(&lines),
         )?;
+        phase("load function code");
         Ok((found, samples, code))
     }
 
