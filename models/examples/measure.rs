@@ -17,13 +17,10 @@ use dcpi_models::schedule::{analyze, Options, RepeatMode};
 
 fn main() {
     // DCPI_MACHINE=NAME|FILE.toml models with another description.
-    let machine = match std::env::var("DCPI_MACHINE") {
-        Ok(name) => Machine::by_name(&name).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2)
-        }),
-        Err(_) => Machine::host(),
-    };
+    let machine = Machine::from_env_or_host().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
     let model_only = std::env::var_os("DCPI_MEASURE_MODEL_ONLY").is_some();
     for arg in std::env::args().skip(1) {
         let bytes = match parse_hex(&arg) {

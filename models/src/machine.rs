@@ -177,6 +177,17 @@ impl Machine {
         Machine::for_cpu(&h.cpu_vendor, h.cpu_family, h.cpu_model)
     }
 
+    /// `DCPI_MACHINE` (a bundled name or a TOML file) if set, else the
+    /// host's: lets the benchmarks and probes rejudge one machine's saved
+    /// measurements on another.
+    #[cfg(target_arch = "x86_64")]
+    pub fn from_env_or_host() -> Result<Machine, MachineError> {
+        match std::env::var("DCPI_MACHINE") {
+            Ok(name) => Machine::by_name(&name),
+            Err(_) => Ok(Machine::host()),
+        }
+    }
+
     /// The description as TOML (for a calibrated copy).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
