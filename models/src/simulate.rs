@@ -18,7 +18,7 @@
 //! matter there).
 
 use crate::classify::{MemAddr, Reg, Shape, FLAGS};
-use crate::machine::Machine;
+use crate::machine::{ClassCost, Machine};
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -214,20 +214,30 @@ impl<'a> Graph<'a> {
     pub fn new(m: &'a Machine, shapes: &'a [Shape], port_names: &[String]) -> Self {
         let n = shapes.len();
         let mut port_sets: Vec<Vec<usize>> = Vec::new();
-        let mut set_of = |class: &str| -> u16 {
-            let ports = &m.class(class).ports;
-            let index = |p: &String| port_names.iter().position(|x| x == p).unwrap_or(0);
-            // Compared in place: most classes of a block share a few sets.
-            let same = |s: &Vec<usize>| {
-                s.len() == ports.len() && s.iter().zip(ports).all(|(&a, p)| a == index(p))
-            };
-            match port_sets.iter().position(same) {
+        // Class costs and port sets by class name, remembered by the name's
+        // address (shapes name their class with static strings): the
+        // machine's table is a map of strings, and a block asks for a few
+        // classes many times.
+        let mut seen: Vec<(&'static str, &ClassCost, u16)> = Vec::new();
+        let mut class_of = |class: &'static str| -> (&'a ClassCost, u16) {
+            if let Some(&(_, cost, set)) = seen.iter().find(|e| std::ptr::eq(e.0, class)) {
+                return (cost, set);
+            }
+            let cost = m.class(class);
+            let ids: Vec<usize> = cost
+                .ports
+                .iter()
+                .map(|p| port_names.iter().position(|x| x == p).unwrap_or(0))
+                .collect();
+            let set = match port_sets.iter().position(|s| *s == ids) {
                 Some(k) => k as u16,
                 None => {
-                    port_sets.push(ports.iter().map(index).collect());
+                    port_sets.push(ids);
                     (port_sets.len() - 1) as u16
                 }
-            }
+            };
+            seen.push((class, cost, set));
+            (cost, set)
         };
         let fuse_next = |s: usize| {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
@@ -235,15 +245,16 @@ impl<'a> Graph<'a> {
         let costs = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
-                let cost = m.class(sh.class);
+                let (cost, _) = class_of(sh.class);
                 let load_class = if sh.vector_mem { "vec_load" } else { "load" };
+                let (load_cost, load_ports) = class_of(load_class);
                 StaticCost {
                     latency: cost.latency,
                     occupancy: cost.occupancy,
                     slots: cost.uops.max(1) + (sh.load.is_some() && sh.store.is_some()) as u32,
-                    exec_ports: set_of(if fuse_next(s) { "branch" } else { sh.class }),
-                    load_ports: set_of(load_class),
-                    load_latency: m.class(load_class).latency,
+                    exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
+                    load_ports,
+                    load_latency: load_cost.latency,
                     fuse_next: fuse_next(s),
                     eliminated: (sh.zero_idiom && m.zero_idioms)
                         || m.eliminates_move(sh)
@@ -251,8 +262,8 @@ impl<'a> Graph<'a> {
                 }
             })
             .collect();
-        let store_addr_ports = set_of("store_addr");
-        let store_data_ports = set_of("store_data");
+        let store_addr_ports = class_of("store_addr").1;
+        let store_data_ports = class_of("store_data").1;
         // The arrays of the thread's previous graph, emptied.
         let mut arrays = GRAPH_ARRAYS.with(|a| std::mem::take(&mut *a.borrow_mut()));
         arrays.clear();
