@@ -29,7 +29,7 @@
 
 use crate::cfg::Exit;
 use crate::frequency::{
-    estimate, prepare, BlockObservation, ClassEstimate, Confidence, Frequencies, Prepared,
+    prepare, BlockObservation, ClassEstimate, Confidence, Frequencies, Prepared,
 };
 use crate::function_code::FunctionCode;
 use dcpi_models::classify::shape;
@@ -814,7 +814,12 @@ impl<'a> FunctionAnalysis<'a> {
             .get_or_init(|| {
                 let c = self.cps?;
                 let landed = self.observe(&self.charge(None));
-                Some(estimate(&self.code.cfg, &landed, c).freq)
+                // Frequencies only: pass 1's standard errors are never read.
+                let p = prepare(&self.code.cfg, &landed, c);
+                Some(
+                    crate::flow_solve::solve(&p.problem)
+                        .unwrap_or_else(|| vec![0.0; p.problem.blocks]),
+                )
             })
             .as_deref()
     }

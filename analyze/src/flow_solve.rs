@@ -94,6 +94,18 @@ pub struct Solution {
 
 /// [`solve_linked`], with each block's standard error.
 pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Solution> {
+    let f = solve_reweighted(parts, links)?;
+    // Standard errors of the final solution only (one solve per block).
+    let spread = f.spread();
+    Some(Solution {
+        freq: f.freq,
+        spread,
+    })
+}
+
+/// The least squares, reweighted where estimates sit far above the
+/// solution, ranges give way and floors are crossed.
+fn solve_reweighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
     let mut q: Vec<FlowProblem> = parts.to_vec();
     let mut f = solve_weighted(&q, links)?;
     for _ in 0..3 {
@@ -138,12 +150,7 @@ pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Soluti
         }
         f = solve_weighted(&q, links)?;
     }
-    // Standard errors of the final solution only (one solve per block).
-    let spread = f.spread();
-    Some(Solution {
-        freq: f.freq,
-        spread,
-    })
+    Some(f)
 }
 
 /// Solves several functions' problems at once, their call sites tied to
@@ -152,7 +159,7 @@ pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Soluti
 /// without them). None when nothing is estimated anywhere; a part with
 /// nothing estimated and no link to one that has comes back zero.
 pub fn solve_linked(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64>>> {
-    solve_with_spread(parts, links).map(|s| s.freq)
+    solve_reweighted(parts, links).map(|s| s.freq)
 }
 
 /// One unknown: an arc of a part (a real edge, an entry or an exit).
