@@ -250,7 +250,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let mut insns = Vec::with_capacity(n);
     for (s, d) in block.iter().enumerate() {
         let sh = &shapes[s];
-        let cost = machine.class(sh.class);
+        let cost = g.class_cost(s);
         let mut head = 0u64;
         let mut wait = 0u64;
         // Compact reasons counted per iteration; turned into `Stall`s once.
@@ -359,13 +359,8 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         // A pure load or store waits on its memory ports.
                         ports: if !cost.ports.is_empty() {
                             cost.ports.clone()
-                        } else if sh.load.is_some() {
-                            machine
-                                .class(if sh.vector_mem { "vec_load" } else { "load" })
-                                .ports
-                                .clone()
                         } else {
-                            machine.class("store_addr").ports.clone()
+                            g.memory_ports(s).to_vec()
                         },
                     },
                 };
@@ -402,11 +397,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             },
             ports: match (exec, sh.load.is_some(), sh.store.is_some()) {
                 (Some(_), _, _) => cost.ports.clone(),
-                (None, true, _) => machine
-                    .class(if sh.vector_mem { "vec_load" } else { "load" })
-                    .ports
-                    .clone(),
-                (None, false, true) => machine.class("store_addr").ports.clone(),
+                (None, true, _) | (None, false, true) => g.memory_ports(s).to_vec(),
                 _ => Vec::new(),
             },
             // For a pure load, its load µop's latency (forwarding or renaming included).
@@ -444,14 +435,15 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let bytes: usize = shapes.iter().map(|s| s.len).sum();
     let front_end = bytes as f64 / machine.decode_bytes.max(16) as f64;
     let mut load = vec![0f64; port_names.len().max(1)];
-    let mut per_port: Vec<(Vec<usize>, f64)> = Vec::new();
+    // (port set, occupancy) of each µop, narrowest sets first.
+    let mut per_port: Vec<(&[usize], f64)> = Vec::new();
     for s in 0..n {
         let dy = &g.dyns[half * n + s];
         for u in dy.uops.clone() {
             let uo = &g.uops[u as usize];
             let set = &g.port_sets[uo.ports as usize];
             if !set.is_empty() {
-                per_port.push((set.clone(), uo.occupancy as f64));
+                per_port.push((set, uo.occupancy as f64));
             }
         }
     }

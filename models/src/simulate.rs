@@ -97,7 +97,10 @@ pub(crate) struct Dyn {
 }
 
 /// What each static instruction costs, looked up once.
-struct StaticCost {
+struct StaticCost<'a> {
+    /// Its class's cost, and its load's (`load` or `vec_load`).
+    class: &'a ClassCost,
+    load_class: &'a ClassCost,
     latency: u32,
     occupancy: u32,
     slots: u32,
@@ -123,7 +126,8 @@ struct StoreRec {
 pub(crate) struct Graph<'a> {
     m: &'a Machine,
     shapes: &'a [Shape],
-    costs: Vec<StaticCost>,
+    costs: Vec<StaticCost<'a>>,
+    store_addr_class: &'a ClassCost,
     store_addr_ports: u16,
     store_data_ports: u16,
     /// Nop fusion applies: the machine does it and the block has something
@@ -249,6 +253,8 @@ impl<'a> Graph<'a> {
                 let load_class = if sh.vector_mem { "vec_load" } else { "load" };
                 let (load_cost, load_ports) = class_of(load_class);
                 StaticCost {
+                    class: cost,
+                    load_class: load_cost,
                     latency: cost.latency,
                     occupancy: cost.occupancy,
                     slots: cost.uops.max(1) + (sh.load.is_some() && sh.store.is_some()) as u32,
@@ -262,7 +268,7 @@ impl<'a> Graph<'a> {
                 }
             })
             .collect();
-        let store_addr_ports = class_of("store_addr").1;
+        let (store_addr_class, store_addr_ports) = class_of("store_addr");
         let store_data_ports = class_of("store_data").1;
         // The arrays of the thread's previous graph, emptied.
         let mut arrays = GRAPH_ARRAYS.with(|a| std::mem::take(&mut *a.borrow_mut()));
@@ -274,6 +280,7 @@ impl<'a> Graph<'a> {
         written.sort_unstable();
         written.dedup();
         Graph {
+            store_addr_class,
             store_addr_ports,
             store_data_ports,
             nop_fusion: m.nop_fusion && shapes.iter().any(|sh| !sh.is_nop),
@@ -299,6 +306,21 @@ impl<'a> Graph<'a> {
             },
             last_state: None,
             written,
+        }
+    }
+
+    /// The cost of static instruction `s`'s class.
+    pub fn class_cost(&self, s: usize) -> &'a ClassCost {
+        self.costs[s].class
+    }
+
+    /// The ports a pure load of `s` (`load` or `vec_load`) or a pure store
+    /// (`store_addr`) waits on.
+    pub fn memory_ports(&self, s: usize) -> &'a [String] {
+        if self.shapes[s].load.is_some() {
+            &self.costs[s].load_class.ports
+        } else {
+            &self.store_addr_class.ports
         }
     }
 
@@ -681,6 +703,17 @@ impl Steady {
     const MIN_RUN: usize = 12;
     /// Iterations measured: whole periods covering at least this many.
     const MEASURE: usize = 8;
+    /// Per period p, the iterations measured (a table: a division per
+    /// period per iteration was a sixth of this test's time).
+    const MEASURE_OF: [usize; Self::MAX_PERIOD + 1] = {
+        let mut t = [0; Self::MAX_PERIOD + 1];
+        let mut p = 1;
+        while p <= Self::MAX_PERIOD {
+            t[p] = p * Self::MEASURE.div_ceil(p);
+            p += 1;
+        }
+        t
+    };
 
     /// Never steady when not stopping early (every iteration asked for runs).
     fn new(iterations: usize, stop_early: bool) -> Self {
@@ -710,7 +743,7 @@ impl Steady {
         let k = e.len();
         for p in 1..=Self::MAX_PERIOD {
             let span = (3 * p).max(self.min_run);
-            let measure = p * Self::MEASURE.div_ceil(p);
+            let measure = Self::MEASURE_OF[p];
             if k < span + 2 * p + 1 || k < measure + 1 {
                 break;
             }
@@ -947,8 +980,13 @@ pub(crate) fn simulate<'a>(
         for _pass in 0..2 {
             ready_heap.take_due(cycle, |u| {
                 let q = &mut queues[g.uops[u as usize].ports as usize];
-                let at = q.partition_point(|&x| x < u);
-                q.insert(at, u);
+                // Mostly younger than every µop waiting: to the back.
+                if q.back().is_none_or(|&x| x < u) {
+                    q.push_back(u);
+                } else {
+                    let at = q.partition_point(|&x| x < u);
+                    q.insert(at, u);
+                }
             });
             let mut free = (0..nports)
                 .filter(|&p| port_free[p] <= cycle)
