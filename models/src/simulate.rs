@@ -977,7 +977,15 @@ pub(crate) fn simulate<'a>(
         }
         // Issue, oldest first (twice: a zero-latency result can wake a µop
         // in the same cycle).
+        let mut woke_now = true;
         for _pass in 0..2 {
+            // The second pass only matters when the first woke a µop ready
+            // this very cycle (a zero-latency producer): otherwise it finds
+            // what the first left.
+            if !woke_now {
+                break;
+            }
+            woke_now = false;
             ready_heap.take_due(cycle, |u| {
                 let q = &mut queues[g.uops[u as usize].ports as usize];
                 // Mostly younger than every µop waiting: to the back.
@@ -1035,6 +1043,7 @@ pub(crate) fn simulate<'a>(
                     if pending[d] == 0 && dispatched_uop[d] {
                         let r = g.ready_time(d, g.dyns[g.uops[d].insn as usize].dispatched);
                         g.uops[d].ready = r;
+                        woke_now |= r <= cycle;
                         ready_heap.push(cycle, r, d as u32);
                     }
                     e = next;
