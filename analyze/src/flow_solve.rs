@@ -107,8 +107,13 @@ pub fn solve_with_spread(parts: &[FlowProblem], links: &[Link]) -> Option<Soluti
 /// The least squares, reweighted where estimates sit far above the
 /// solution, ranges give way and floors are crossed.
 fn solve_reweighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
+    // Reweighting changes values, never the network: one pattern for all.
+    let normal = {
+        let (arcs, first_entry) = arcs_of(parts);
+        normal_pattern(arcs.len(), pattern_rows(parts, links, &first_entry, &arcs))
+    };
     let mut q: Vec<FlowProblem> = parts.to_vec();
-    let mut f = solve_weighted(&q, links)?;
+    let mut f = solve_weighted(&q, links, &normal)?;
     for _ in 0..3 {
         let mut changed = false;
         for (p, fp) in q.iter_mut().zip(&f.freq) {
@@ -149,7 +154,7 @@ fn solve_reweighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
         if !changed {
             break;
         }
-        f = solve_weighted(&q, links)?;
+        f = solve_weighted(&q, links, &normal)?;
     }
     Some(f)
 }
@@ -163,6 +168,32 @@ pub fn solve_linked(parts: &[FlowProblem], links: &[Link]) -> Option<Vec<Vec<f64
     solve_reweighted(parts, links).map(|s| s.freq)
 }
 
+/// The unknowns: per part its real edges, then its entry edges, then its
+/// exit edges; and where each part's entry edges start.
+fn arcs_of(parts: &[FlowProblem]) -> (Vec<Arc>, Vec<usize>) {
+    let mut arcs: Vec<Arc> = Vec::new();
+    let mut first_entry = Vec::with_capacity(parts.len());
+    for (k, p) in parts.iter().enumerate() {
+        arcs.extend(p.edges.iter().map(|&(a, b)| Arc {
+            part: k,
+            from: Some(a),
+            to: Some(b),
+        }));
+        first_entry.push(arcs.len());
+        arcs.extend(p.entries.iter().map(|&b| Arc {
+            part: k,
+            from: None,
+            to: Some(b),
+        }));
+        arcs.extend(p.exits.iter().map(|&b| Arc {
+            part: k,
+            from: Some(b),
+            to: None,
+        }));
+    }
+    (arcs, first_entry)
+}
+
 /// One unknown: an arc of a part (a real edge, an entry or an exit).
 #[derive(Clone, Copy)]
 struct Arc {
@@ -171,7 +202,11 @@ struct Arc {
     to: Option<usize>,
 }
 
-fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
+fn solve_weighted(
+    parts: &[FlowProblem],
+    links: &[Link],
+    normal: &NormalPattern,
+) -> Option<Weighted> {
     let all =
         |p: &'_ FlowProblem| -> Vec<(f64, f64)> { p.estimates.iter().flatten().copied().collect() };
     if parts.iter().all(|p| all(p).is_empty()) {
@@ -231,27 +266,7 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
         .map(|e| e.1)
         .fold(0.0f64, f64::max)
         .max(1e-12);
-    // Unknowns: per part its real edges, then its entry edges, then its exit edges.
-    let mut arcs: Vec<Arc> = Vec::new();
-    let mut first_entry = Vec::with_capacity(parts.len());
-    for (k, p) in parts.iter().enumerate() {
-        arcs.extend(p.edges.iter().map(|&(a, b)| Arc {
-            part: k,
-            from: Some(a),
-            to: Some(b),
-        }));
-        first_entry.push(arcs.len());
-        arcs.extend(p.entries.iter().map(|&b| Arc {
-            part: k,
-            from: None,
-            to: Some(b),
-        }));
-        arcs.extend(p.exits.iter().map(|&b| Arc {
-            part: k,
-            from: Some(b),
-            to: None,
-        }));
-    }
+    let (arcs, first_entry) = arcs_of(parts);
     let mut active = vec![true; arcs.len()];
     let mut result: Vec<Vec<f64>> = Vec::new();
     let mut factored = None;
@@ -267,6 +282,7 @@ fn solve_weighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
             },
             &arcs,
             &active,
+            normal,
         )?;
         factored = Some(f);
         let mut clamped = false;
@@ -374,6 +390,7 @@ fn solve_once(
     r: &Rows,
     arcs: &[Arc],
     active: &[bool],
+    normal: &NormalPattern,
 ) -> Option<(Vec<f64>, Factored)> {
     let m = arcs.len();
     // Blocks numbered across parts.
@@ -442,7 +459,6 @@ fn solve_once(
             });
         }
     }
-    let normal = normal_pattern(m, pattern_rows(parts, links, r.first_entry, arcs, active));
     let perm = &normal.perm;
     // Accumulate AᵀWA and AᵀWb into the pattern's slots.
     let mut values = vec![0.0; normal.pattern.nnz()];
@@ -483,7 +499,8 @@ fn solve_once(
     ))
 }
 
-/// Which unknowns can share a row, whatever the weights: per block its
+/// Which unknowns can share a row, whatever the weights and whichever
+/// arcs a round clamps (a clamped arc keeps its place, with zeros): per block its
 /// in- and out-arcs (conservation; its estimate row is the in-arcs), per
 /// link the callee's entry and the sites' in-arcs. The normal matrix's
 /// pattern is the union of these rows' cliques, so every solve of the same
@@ -494,7 +511,6 @@ fn pattern_rows(
     links: &[Link],
     first_entry: &[usize],
     arcs: &[Arc],
-    active: &[bool],
 ) -> Vec<Vec<usize>> {
     let mut base = Vec::with_capacity(parts.len());
     let mut nb = 0;
@@ -505,9 +521,6 @@ fn pattern_rows(
     let mut touching: Vec<Vec<usize>> = vec![Vec::new(); nb];
     let mut ins: Vec<Vec<usize>> = vec![Vec::new(); nb];
     for (k, a) in arcs.iter().enumerate() {
-        if !active[k] {
-            continue;
-        }
         if let Some(f) = a.from {
             touching[base[a.part] + f].push(k);
         }
@@ -518,8 +531,7 @@ fn pattern_rows(
     }
     let mut rows = touching;
     for l in links {
-        let a = first_entry[l.callee] + l.entry;
-        let mut row: Vec<usize> = if active[a] { vec![a] } else { vec![] };
+        let mut row = vec![first_entry[l.callee] + l.entry];
         for &(part, b, _) in &l.sites {
             row.extend(&ins[base[part] + b]);
         }
@@ -596,8 +608,8 @@ impl NormalPattern {
 }
 
 thread_local! {
-    /// The last few networks' normal patterns (pass 1, pass 2 and their
-    /// clamped variants of the function a thread works on).
+    /// The last few networks' normal patterns (pass 1 and pass 2 of the
+    /// function a thread works on share one).
     static NORMALS: std::cell::RefCell<Vec<std::rc::Rc<NormalPattern>>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
