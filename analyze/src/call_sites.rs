@@ -141,3 +141,38 @@ impl References {
         self.exported.contains(&func)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StartSet;
+
+    #[test]
+    fn start_sets_answer_alike_as_bits_and_as_a_sorted_list() {
+        let near = [0x1000u64, 0x1001, 0x1040, 0x2fff, 0x3000];
+        let bits = StartSet::new(near.iter().copied());
+        assert!(matches!(bits, StartSet::Bits { .. }));
+        // Spread over more than MAX_SPAN addresses: a sorted list.
+        let far = [0x1000u64, 0x1040, 0x7fff_ffff_0000];
+        let sorted = StartSet::new(far.iter().copied());
+        assert!(matches!(sorted, StartSet::Sorted(_)));
+        for a in [
+            0u64,
+            0xfff,
+            0x1000,
+            0x1001,
+            0x1002,
+            0x103f,
+            0x1040,
+            0x3000,
+            0x3001,
+            u64::MAX,
+        ] {
+            assert_eq!(bits.contains(a), near.contains(&a), "bits {a:#x}");
+            assert_eq!(sorted.contains(a), far.contains(&a), "sorted {a:#x}");
+        }
+        assert!(sorted.contains(0x7fff_ffff_0000));
+        // No starts at all: nothing is one.
+        let none = StartSet::new(std::iter::empty());
+        assert!(!none.contains(0) && !none.contains(0x1000));
+    }
+}
