@@ -194,6 +194,34 @@ fn arcs_of(parts: &[FlowProblem]) -> (Vec<Arc>, Vec<usize>) {
     (arcs, first_entry)
 }
 
+/// Per block (numbered across parts from each part's `base`), its in- and
+/// out-arcs among those `keep` keeps.
+struct BlockArcs {
+    base: Vec<usize>,
+    ins: Vec<Vec<usize>>,
+    outs: Vec<Vec<usize>>,
+}
+
+fn block_arcs(parts: &[FlowProblem], arcs: &[Arc], keep: impl Fn(usize) -> bool) -> BlockArcs {
+    let mut base = Vec::with_capacity(parts.len());
+    let mut nb = 0;
+    for p in parts {
+        base.push(nb);
+        nb += p.blocks;
+    }
+    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    let mut outs: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    for (k, a) in arcs.iter().enumerate().filter(|&(k, _)| keep(k)) {
+        if let Some(f) = a.from {
+            outs[base[a.part] + f].push(k);
+        }
+        if let Some(t) = a.to {
+            ins[base[a.part] + t].push(k);
+        }
+    }
+    BlockArcs { base, ins, outs }
+}
+
 /// One unknown: an arc of a part (a real edge, an entry or an exit).
 #[derive(Clone, Copy)]
 struct Arc {
@@ -393,26 +421,7 @@ fn solve_once(
     normal: &NormalPattern,
 ) -> Option<(Vec<f64>, Factored)> {
     let m = arcs.len();
-    // Blocks numbered across parts.
-    let mut base = Vec::with_capacity(parts.len());
-    let mut nb = 0;
-    for p in parts {
-        base.push(nb);
-        nb += p.blocks;
-    }
-    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); nb];
-    let mut outs: Vec<Vec<usize>> = vec![Vec::new(); nb];
-    for (k, a) in arcs.iter().enumerate() {
-        if !active[k] {
-            continue;
-        }
-        if let Some(f) = a.from {
-            outs[base[a.part] + f].push(k);
-        }
-        if let Some(t) = a.to {
-            ins[base[a.part] + t].push(k);
-        }
-    }
+    let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |k| active[k]);
     // Rows as (sparse coefficients, rhs, weight).
     let mut rows: Vec<Row> = Vec::new();
     for (k, p) in parts.iter().enumerate() {
@@ -512,24 +521,12 @@ fn pattern_rows(
     first_entry: &[usize],
     arcs: &[Arc],
 ) -> Vec<Vec<usize>> {
-    let mut base = Vec::with_capacity(parts.len());
-    let mut nb = 0;
-    for p in parts {
-        base.push(nb);
-        nb += p.blocks;
-    }
-    let mut touching: Vec<Vec<usize>> = vec![Vec::new(); nb];
-    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); nb];
-    for (k, a) in arcs.iter().enumerate() {
-        if let Some(f) = a.from {
-            touching[base[a.part] + f].push(k);
-        }
-        if let Some(t) = a.to {
-            touching[base[a.part] + t].push(k);
-            ins[base[a.part] + t].push(k);
-        }
-    }
-    let mut rows = touching;
+    let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |_| true);
+    let mut rows: Vec<Vec<usize>> = ins
+        .iter()
+        .zip(&outs)
+        .map(|(i, o)| i.iter().chain(o).copied().collect())
+        .collect();
     for l in links {
         let mut row = vec![first_entry[l.callee] + l.entry];
         for &(part, b, _) in &l.sites {
