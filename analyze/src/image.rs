@@ -92,13 +92,15 @@ impl ElfImage {
         self.data.bytes()
     }
 
-    /// Bytes at [vaddr, vaddr+len) if one loaded segment holds them all.
+    /// Bytes at [vaddr, vaddr+len) if one loaded segment holds them all
+    /// (and the file does: a truncated image answers None, not a panic).
     pub fn bytes(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
         self.segments.iter().find_map(|&(off, size, va)| {
-            (vaddr >= va && vaddr + len as u64 <= va + size).then(|| {
-                let from = (off + vaddr - va) as usize;
-                &self.data.bytes()[from..from + len]
-            })
+            if vaddr < va || vaddr + len as u64 > va + size {
+                return None;
+            }
+            let from = (off + vaddr - va) as usize;
+            self.data.bytes().get(from..from + len)
         })
     }
 
