@@ -350,12 +350,26 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
         ranges,
         floors,
     };
+    // A loop none of whose blocks has an estimate of its own (every sample
+    // in it a refetch suspect: codec's rle_encode inner loop) has its trip
+    // count decided by its neighbours and the ridge, not observed: its
+    // blocks are guesses however narrow the posterior (an arc clamped to
+    // zero counts there as known).
+    let mut guessed: Vec<bool> = obs.iter().map(|o| o.guessed).collect();
+    let observed = |b: usize| problem.estimates[b].is_some() && !bounded[b];
+    for l in &cfg.loops {
+        if !l.body.iter().any(|&b| observed(b)) {
+            for &b in &l.body {
+                guessed[b] = true;
+            }
+        }
+    }
     Prepared {
         problem,
         classes,
         confidence,
         bounded,
-        guessed: obs.iter().map(|o| o.guessed).collect(),
+        guessed,
     }
 }
 
