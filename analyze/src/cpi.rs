@@ -356,7 +356,7 @@ const INSTANT_WEIGHT: f64 = 0.05;
 /// idiom, an eliminated move). Direct jumps are left out although they wait
 /// for nothing either: weighing them down cost btree most of its accuracy
 /// (a jump's target is where a taken-branch fetch bubble shows).
-fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
+pub(crate) fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
     let mut info = iced_x86::InstructionInfoFactory::new();
     code.cfg
         .insns
@@ -474,8 +474,18 @@ fn charge_responsible(
         }
         let b = block_of[i];
         if i > cfg.blocks[b].insns.start {
-            let to = give(i - 1, s, cyc);
-            if refetch_landing(i - 1) {
+            // An instruction done at rename is never the oldest for long:
+            // the one waiting is the nearest earlier one that is not.
+            let start = cfg.blocks[b].insns.start;
+            let mut resp = i - 1;
+            while resp > start && instant[resp] {
+                resp -= 1;
+            }
+            if instant[resp] {
+                resp = i - 1;
+            }
+            let to = give(resp, s, cyc);
+            if refetch_landing(resp) {
                 let owed = match &mut refetch_room[b] {
                     Some(room) => {
                         let owed = s.min(*room);

@@ -29,6 +29,7 @@
 use crate::cpi::{CpiReport, InsnRow};
 use crate::error::{AnalyzeError, Result};
 use crate::function_code::FunctionCode;
+use dcpi_models::machine::Machine;
 use dcpi_models::schedule::Stall;
 use iced_x86::{FlowControl, Mnemonic, OpAccess, Register};
 use serde::Serialize;
@@ -570,7 +571,23 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
         let src_addr = cfg.insns[src].addr;
         let after = src_addr + cfg.insns[src].instr.len() as u64;
         if src + 1 < cfg.insns.len() && cfg.block_at(after) == cfg.block_at(src_addr) {
-            landed_at.push((format!("{after:#x}"), code.counts[src + 1][t] as f64));
+            // And past instructions done at rename, which are never the
+            // oldest for long (the charge skips back over them).
+            let instant = crate::cpi::done_at_rename(
+                code,
+                &Machine::by_name(&rep.machine).unwrap_or_else(|_| Machine::host()),
+            );
+            let mut k = src + 1;
+            while k < cfg.insns.len() && cfg.block_at(cfg.insns[k].addr) == cfg.block_at(src_addr) {
+                landed_at.push((
+                    format!("{:#x}", cfg.insns[k].addr),
+                    code.counts[k][t] as f64,
+                ));
+                if !instant[k] {
+                    break;
+                }
+                k += 1;
+            }
         } else {
             for e in cfg
                 .edges
@@ -638,7 +655,7 @@ pub fn render(r: &CulpritReport) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "skid      samples it causes land on the next instruction: {}",
+            "skid      samples it causes land after it (past instructions done at rename, into successors): {}",
             l.join(", ")
         );
     }
