@@ -677,11 +677,16 @@ impl<'a> FunctionAnalysis<'a> {
                 block_of[i] = b;
             }
         }
+        // Loads that can miss: not from the stack, a fixed address or a
+        // small static table (those stay in L1 while the code is hot).
         let loads = cfg
             .insns
             .iter()
-            .map(|d| {
-                crate::culprits::reads_memory(d).is_some_and(|base| base != iced_x86::Register::RSP)
+            .zip(&code.resident_loads)
+            .map(|(d, &resident)| {
+                !resident
+                    && crate::culprits::reads_memory(d)
+                        .is_some_and(|base| base != iced_x86::Register::RSP)
             })
             .collect();
         FunctionAnalysis {

@@ -62,6 +62,9 @@ pub struct ElfSymbols {
     funcs: Vec<Func>,
     plt: Vec<PltSection>,
     plt_names: Vec<String>,
+    /// (start, size) of each sized data object (.symtab, else .dynsym),
+    /// sorted by start.
+    objects: Vec<(u64, u64)>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -202,6 +205,17 @@ impl ElfSymbols {
         if plt.len() == 2 {
             plt.remove(0);
         }
+        let mut objects: Vec<(u64, u64)> = file
+            .symbol_table()
+            .or_else(|| file.dynamic_symbol_table())
+            .map(|t| {
+                t.symbols()
+                    .filter(|s| s.kind() == SymbolKind::Data && s.is_definition() && s.size() > 0)
+                    .map(|s| (s.address(), s.size()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        objects.sort_unstable();
         Ok(ElfSymbols {
             build_id,
             source,
@@ -209,7 +223,15 @@ impl ElfSymbols {
             funcs,
             plt,
             plt_names: plt_names(&file),
+            objects,
         })
+    }
+
+    /// The size of the data object holding `vaddr`, if a symbol says.
+    pub fn data_object_size(&self, vaddr: u64) -> Option<u64> {
+        let k = self.objects.partition_point(|&(start, _)| start <= vaddr);
+        let (start, size) = *self.objects.get(k.checked_sub(1)?)?;
+        (vaddr < start + size).then_some(size)
     }
 
     /// ELF virtual address of a file offset (through the PT_LOAD segments).

@@ -25,6 +25,9 @@ pub struct FunctionCode {
     pub lines: Vec<Option<(String, u32)>>,
     /// Samples inside the function's extent but not at an instruction start.
     pub misaligned_samples: u64,
+    /// Per instruction: it reads memory that stays in L1 while hot
+    /// ([`crate::resident_loads`]).
+    pub resident_loads: Vec<bool>,
 }
 
 /// The CFG of a function of `image`: branch targets labeled objdump-style
@@ -150,13 +153,14 @@ impl FunctionCode {
         Ok(FunctionCode {
             image_path: image.path.clone(),
             function: function.clone(),
-            cfg,
             events: samples.events.clone(),
             time_event: samples.time_event,
             counts,
             cycles,
             lines,
             misaligned_samples: misaligned,
+            resident_loads: crate::resident_loads::resident_loads(&cfg.insns, &image.symbols),
+            cfg,
         })
     }
 

@@ -56,6 +56,7 @@ pub mod linked_functions;
 pub mod phase_timer;
 pub mod prof;
 pub mod report;
+pub mod resident_loads;
 pub mod samples;
 pub mod source_lines;
 pub mod stall_summary;
