@@ -74,6 +74,9 @@ pub struct InsnRow {
     pub static_reasons: Vec<Stall>,
     /// CPI − best case, in cycles per execution.
     pub dynamic_stall: Option<f64>,
+    /// Done at rename (eliminated move, zero idiom, nop): never the oldest
+    /// for long, so the samples after it are charged further back.
+    pub done_at_rename: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -356,7 +359,7 @@ const INSTANT_WEIGHT: f64 = 0.05;
 /// idiom, an eliminated move). Direct jumps are left out although they wait
 /// for nothing either: weighing them down cost btree most of its accuracy
 /// (a jump's target is where a taken-branch fetch bubble shows).
-pub(crate) fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
+fn done_at_rename(code: &FunctionCode, machine: &Machine) -> Vec<bool> {
     let mut info = iced_x86::InstructionInfoFactory::new();
     code.cfg
         .insns
@@ -979,6 +982,7 @@ impl<'a> FunctionAnalysis<'a> {
                     static_marks: marks.into_iter().collect(),
                     static_reasons: reasons,
                     dynamic_stall: cpi.map(|c| c - best),
+                    done_at_rename: self.instant[i],
                 });
             }
         }

@@ -29,7 +29,6 @@
 use crate::cpi::{CpiReport, InsnRow};
 use crate::error::{AnalyzeError, Result};
 use crate::function_code::FunctionCode;
-use dcpi_models::machine::Machine;
 use dcpi_models::schedule::Stall;
 use iced_x86::{FlowControl, Mnemonic, OpAccess, Register};
 use serde::Serialize;
@@ -573,17 +572,13 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
         if src + 1 < cfg.insns.len() && cfg.block_at(after) == cfg.block_at(src_addr) {
             // And past instructions done at rename, which are never the
             // oldest for long (the charge skips back over them).
-            let instant = crate::cpi::done_at_rename(
-                code,
-                &Machine::by_name(&rep.machine).unwrap_or_else(|_| Machine::host()),
-            );
             let mut k = src + 1;
             while k < cfg.insns.len() && cfg.block_at(cfg.insns[k].addr) == cfg.block_at(src_addr) {
                 landed_at.push((
                     format!("{:#x}", cfg.insns[k].addr),
                     code.counts[k][t] as f64,
                 ));
-                if !instant[k] {
+                if !rep.instructions[k].done_at_rename {
                     break;
                 }
                 k += 1;
