@@ -279,13 +279,6 @@ pub struct Prepared {
     pub guessed: Vec<bool>,
 }
 
-/// Frequencies of every block of a function on its own.
-pub fn estimate(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> Frequencies {
-    let p = prepare(cfg, obs, cycles_per_sample);
-    let (freq, spread) = solve_alone(&p);
-    finish(p, freq, &spread)
-}
-
 /// A prepared problem solved on its own: frequencies and standard errors
 /// (zeros and none when nothing is estimated).
 pub fn solve_alone(p: &Prepared) -> (Vec<f64>, Vec<Option<f64>>) {
