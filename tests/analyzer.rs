@@ -281,6 +281,24 @@ fn prof_finds_moved_images_under_symfs() {
     assert!(out.contains("u:merge"), "{out}");
 }
 
+/// Block `start` of `func`'s `cpi --format json` on recording `name`.
+fn cpi_block(name: &str, func: &str, start: &str) -> Value {
+    let (ok, out, err) = recorded(
+        "cpi",
+        name,
+        &["--func", func, "--image", name, "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["start"] == start)
+        .unwrap_or_else(|| panic!("{name} {func}: no block at {start}"))
+        .clone()
+}
+
 /// Estimates that rest on a guess say so: codec's `0x1430` (rle_encode's
 /// run-of-255 path) never runs and has no samples, but takes a share of
 /// its successor's first samples through its jmp; interp's dispatch loop
@@ -289,21 +307,10 @@ fn prof_finds_moved_images_under_symfs() {
 #[test]
 fn guessed_frequencies_are_low_confidence() {
     let conf = |name: &str, func: &str, start: &str| -> String {
-        let (ok, out, err) = recorded(
-            "cpi",
-            name,
-            &["--func", func, "--image", name, "--format", "json"],
-        );
-        assert!(ok, "{err}");
-        let v: Value = serde_json::from_str(&out).unwrap();
-        let b = v["blocks"]
-            .as_array()
+        cpi_block(name, func, start)["confidence"]
+            .as_str()
             .unwrap()
-            .iter()
-            .find(|b| b["start"] == start)
-            .unwrap_or_else(|| panic!("{name} {func}: no block at {start}"))
-            .clone();
-        b["confidence"].as_str().unwrap().to_string()
+            .to_string()
     };
     assert_eq!(conf("codec", "rle_encode", "0x1430"), "low");
     // rle_encode's inner loop: every sample in it a refetch suspect, its
@@ -325,20 +332,7 @@ fn guessed_frequencies_are_low_confidence() {
 /// longer an upper bound only, and within 10 % of callgrind's 129.4 M.
 #[test]
 fn small_table_loads_are_evidence() {
-    let (ok, out, err) = recorded(
-        "cpi",
-        "codec",
-        &["--func", "crc32", "--image", "codec", "--format", "json"],
-    );
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
-    let b = v["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["start"] == "0x1388")
-        .unwrap()
-        .clone();
+    let b = cpi_block("codec", "crc32", "0x1388");
     assert_ne!(b["confidence"], "low", "{b}");
     assert_eq!(b["freq_upper_bound"], false, "{b}");
     let f = b["freq"].as_f64().unwrap();

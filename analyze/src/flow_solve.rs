@@ -644,8 +644,7 @@ fn fill_reducing_order(adjacent: &[Vec<usize>]) -> Vec<usize> {
         ai.extend(a);
         ap.push(ai.len());
     }
-    #[allow(unused_mut)] // reversed in tests
-    let mut perm: Vec<usize> = match amd::order(m, &ap, &ai, &amd::Control::default()) {
+    let perm: Vec<usize> = match amd::order(m, &ap, &ai, &amd::Control::default()) {
         Ok((_, inverse, _)) => inverse,
         // Only for an invalid pattern, which this is not: the given order
         // is correct, only slower.
@@ -653,7 +652,7 @@ fn fill_reducing_order(adjacent: &[Vec<usize>]) -> Vec<usize> {
     };
     #[cfg(test)]
     if tests::REVERSED_ORDER.with(|r| r.get()) {
-        perm.iter_mut().for_each(|p| *p = m - 1 - *p);
+        return perm.iter().map(|p| m - 1 - p).collect();
     }
     perm
 }
