@@ -1,21 +1,24 @@
-//! The cycle-level simulation behind [`crate::schedule`]: a block's
-//! dynamic µop graph, built one iteration at a time, run on a [`Machine`]
-//! (dispatch width and bytes, ROB, ports, latencies, in-order retire, store
-//! commit), and the same graph's dependency-chain rate with every resource
-//! unbounded.
+//! The simulation behind [`crate::schedule`]: a block's dynamic µop graph,
+//! built one iteration at a time, run on a [`Machine`] (dispatch width and
+//! bytes, ROB, ports, latencies, in-order retire, store commit), and the
+//! same graph's dependency-chain rate with every resource unbounded.
 //!
 //! Speed matters here (the analyzer models every block of an image): the
 //! graph lives in flat arrays (a µop's inputs are a range of one shared
-//! list, its dependents a linked list in another), reused from block to
-//! block on a thread; once the builder's state repeats, iterations are
-//! shifted copies of a template; ready µops wait in a timing wheel, then
-//! in one age-ordered queue per port set; and a run stops as soon as the
-//! retirement of whole iterations is exactly periodic.
+//! list), reused from block to block on a thread; once the builder's state
+//! repeats, iterations are shifted copies of a template. The run is one
+//! pass in program order — with oldest-first issue nothing younger changes
+//! an older instruction's timing, so each instruction's dispatch, issue and
+//! retirement are settled when its turn comes, ports reserved in a
+//! calendar — and it stops as soon as the retirement of whole iterations
+//! is exactly periodic.
 //!
-//! Limits: the steady-state test looks at iteration boundaries only; a
-//! transient that repeats exactly for three periods is taken for the steady
-//! state (the ROB filling behind a long chain keeps the rate, so it does not
-//! matter there).
+//! Limits: a µop that holds its port several cycles (a divider) cannot
+//! delay an older one here, as it can on hardware when it issues just
+//! before the older µop's inputs arrive. The steady-state test looks at
+//! iteration boundaries only; a transient that repeats exactly for three
+//! periods is taken for the steady state (the ROB filling behind a long
+//! chain keeps the rate, so it does not matter there).
 
 use crate::classify::{MemAddr, Reg, Shape, FLAGS};
 use crate::machine::{ClassCost, Machine};
@@ -680,13 +683,14 @@ impl<'a> Graph<'a> {
     }
 }
 
-/// Decides when a simulation has reached its steady state, from what it
-/// looks like each time an iteration's last instruction retires: that
-/// cycle, the ROB's occupancy and the µops issued but not retired.
+/// Decides when a simulation has reached its steady state, from each
+/// iteration: the cycle its last instruction retires, the cycles its
+/// instructions spent in the ROB and its µops from issue to retirement
+/// (by Little's law, the ROB's occupancy and the µops in flight).
 ///
 /// Steady: over the last three periods (at least [`Steady::MIN_RUN`]
 /// iterations) of some period p ≤ [`Steady::MAX_PERIOD`], the cycles between
-/// iteration ends repeat exactly, and occupancy and issued-not-retired µops
+/// iteration ends repeat exactly, and occupancy and µops in flight
 /// each grow by the same amount every period, never shrink (a ROB filling
 /// behind a slow chain keeps the rate; a backlog of finished work draining
 /// at the retire width does not). The simulation is deterministic, so this
@@ -694,8 +698,13 @@ impl<'a> Graph<'a> {
 /// periods: exact, not averaged.
 struct Steady {
     min_run: usize,
-    /// Per iteration: (end cycle, ROB occupancy, µops issued not retired).
+    /// Per iteration: (end cycle, ROB cycles, issue-to-retire cycles).
     marks: Vec<(u64, u64, u64)>,
+    /// Per period p: how many of the latest iterations have the same cycles
+    /// since the previous iteration's end as p iterations before, and the
+    /// same changes in occupancy and in flight.
+    same_cycles: [u32; Self::MAX_PERIOD + 1],
+    same_growth: [u32; Self::MAX_PERIOD + 1],
 }
 
 impl Steady {
@@ -724,6 +733,8 @@ impl Steady {
                 usize::MAX / 4
             },
             marks: Vec::with_capacity(iterations.min(64)),
+            same_cycles: [0; Self::MAX_PERIOD + 1],
+            same_growth: [0; Self::MAX_PERIOD + 1],
         }
     }
 
@@ -741,6 +752,26 @@ impl Steady {
         self.marks.push((end, occupancy, in_flight));
         let e = &self.marks;
         let k = e.len();
+        // Not counted when never stopping early.
+        if self.min_run == Self::MIN_RUN && k >= 3 {
+            let j = k - 1;
+            // Change from the iteration before, in each of the three.
+            let delta = |j: usize| {
+                let (a, b) = (e[j], e[j - 1]);
+                (
+                    a.0.wrapping_sub(b.0),
+                    a.1.wrapping_sub(b.1),
+                    a.2.wrapping_sub(b.2),
+                )
+            };
+            let now = delta(j);
+            for p in 1..=Self::MAX_PERIOD.min(j.saturating_sub(1)) {
+                let then = delta(j - p);
+                let run = |same: bool, r: u32| if same { r + 1 } else { 0 };
+                self.same_cycles[p] = run(now.0 == then.0, self.same_cycles[p]);
+                self.same_growth[p] = run(now.1 == then.1 && now.2 == then.2, self.same_growth[p]);
+            }
+        }
         for p in 1..=Self::MAX_PERIOD {
             let span = (3 * p).max(self.min_run);
             let measure = Self::MEASURE_OF[p];
@@ -749,17 +780,13 @@ impl Steady {
             }
             // Growth over one period, by the last one.
             let grow =
-                |j: usize, f: fn(&(u64, u64, u64)) -> u64| f(&e[j]) as i64 - f(&e[j - p]) as i64;
-            let (go, gi) = (grow(k - 1, |m| m.1), grow(k - 1, |m| m.2));
-            if go < 0 || gi < 0 {
+                |f: fn(&(u64, u64, u64)) -> u64| f(&e[k - 1]) as i64 - f(&e[k - 1 - p]) as i64;
+            if grow(|m| m.1) < 0 || grow(|m| m.2) < 0 {
                 continue;
             }
-            let periodic = (k - span..k).rev().all(|j| {
-                e[j].0 - e[j - 1].0 == e[j - p].0 - e[j - p - 1].0
-                    && grow(j, |m| m.1) == go
-                    && grow(j, |m| m.2) == gi
-            });
-            if periodic {
+            // The cycles repeat over the span, and the growth is the same
+            // for every iteration of it.
+            if self.same_cycles[p] as usize >= span && self.same_growth[p] as usize + 1 >= span {
                 return Some((k - measure)..k);
             }
         }
@@ -777,84 +804,58 @@ impl Steady {
     }
 }
 
-/// The simulation's working buffers, reused from one block to the next.
+/// Ports taken, cycle by cycle, from the cycle instructions dispatch in now
+/// on (earlier cycles can no longer be asked for: a µop issues after its
+/// dispatch).
 #[derive(Default)]
-struct Scratch {
-    /// Per µop: inputs not issued yet.
-    pending: Vec<u32>,
-    /// Dependents as linked lists: first edge per µop, (dependent, next edge).
-    first_edge: Vec<u32>,
-    edges: Vec<(u32, u32)>,
-    dispatched_uop: Vec<bool>,
-    wheel: Wheel,
-    /// Issuable µops per port set, oldest first.
-    queues: Vec<VecDeque<u32>>,
-    rob: VecDeque<usize>,
+struct PortCalendar {
+    /// Bit mask of the ports busy in cycle `base + k`.
+    busy: VecDeque<u64>,
+    base: u64,
 }
 
-impl Scratch {
-    fn clear(&mut self, port_sets: usize) {
-        self.pending.clear();
-        self.first_edge.clear();
-        self.edges.clear();
-        self.dispatched_uop.clear();
-        self.wheel.clear();
-        self.queues.iter_mut().for_each(VecDeque::clear);
-        self.queues.resize(port_sets, VecDeque::new());
-        self.rob.clear();
+impl PortCalendar {
+    fn clear(&mut self) {
+        self.busy.clear();
+        self.base = 0;
+    }
+
+    /// Forgets the cycles before `now`.
+    fn advance(&mut self, now: u64) {
+        while self.base < now {
+            if self.busy.pop_front().is_none() {
+                self.base = now;
+                break;
+            }
+            self.base += 1;
+        }
+    }
+
+    fn busy(&self, t: u64) -> u64 {
+        self.busy
+            .get((t - self.base) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Ports of `mask` free in every cycle of `t..t + len` (at least `t`).
+    fn free(&self, mask: u64, t: u64, len: u64) -> u64 {
+        (t..t + len.max(1)).fold(mask, |f, c| f & !self.busy(c))
+    }
+
+    fn take(&mut self, port: usize, t: u64, len: u64) {
+        let end = (t + len - self.base) as usize;
+        if self.busy.len() < end {
+            self.busy.resize(end, 0);
+        }
+        for k in (t - self.base) as usize..end {
+            self.busy[k] |= 1 << port;
+        }
     }
 }
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
-}
-
-/// µops waiting for the cycle their inputs are ready, in buckets by cycle
-/// (a ready time is never in the past and seldom far ahead); those further
-/// than the wheel's span wait in a list.
-#[derive(Default)]
-struct Wheel {
-    slots: Vec<Vec<u32>>,
-    far: Vec<(u64, u32)>,
-}
-
-impl Wheel {
-    const SPAN: u64 = 128;
-
-    fn clear(&mut self) {
-        self.slots.resize(Self::SPAN as usize, Vec::new());
-        self.slots.iter_mut().for_each(Vec::clear);
-        self.far.clear();
-    }
-
-    fn push(&mut self, now: u64, t: u64, u: u32) {
-        debug_assert!(t >= now);
-        if t - now < Self::SPAN {
-            self.slots[(t % Self::SPAN) as usize].push(u);
-        } else {
-            self.far.push((t, u));
-        }
-    }
-
-    /// Hands out every µop ready by `now`: this cycle's bucket, and the
-    /// last cycle's (filled after its last look).
-    fn take_due(&mut self, now: u64, mut f: impl FnMut(u32)) {
-        if !self.far.is_empty() {
-            let slots = &mut self.slots;
-            self.far.retain(|&(t, u)| {
-                let near = t - now < Self::SPAN;
-                if near {
-                    slots[(t % Self::SPAN) as usize].push(u);
-                }
-                !near
-            });
-        }
-        for c in [now.wrapping_sub(1), now] {
-            for u in self.slots[(c % Self::SPAN) as usize].drain(..) {
-                f(u);
-            }
-        }
-    }
+    static CALENDAR: std::cell::RefCell<PortCalendar> = std::cell::RefCell::default();
 }
 
 /// A simulation's outcome.
@@ -866,8 +867,55 @@ pub(crate) struct SimResult<'a> {
     pub measured: Range<usize>,
 }
 
+/// Where dispatch stands: the cycle, what it has used of it, and the slots a
+/// microcoded instruction wider than the machine still owes.
+struct DispatchState {
+    cycle: u64,
+    slots: u32,
+    bytes: u32,
+    owed: u32,
+}
+
+impl DispatchState {
+    fn next_cycle(&mut self, width: u32) {
+        self.cycle += 1;
+        self.slots = self.owed.min(width);
+        self.owed -= self.slots;
+        self.bytes = 0;
+    }
+}
+
+/// Where retirement stands: the cycle, instructions and stores retired in
+/// it, and the cache line the last store wrote.
+struct RetireState {
+    cycle: u64,
+    count: u32,
+    commits: u32,
+    last_store_line: Option<(iced_x86::Register, iced_x86::Register, i64)>,
+}
+
+impl RetireState {
+    fn move_to(&mut self, cycle: u64) {
+        if cycle > self.cycle {
+            self.cycle = cycle;
+            self.count = 0;
+            self.commits = 0;
+        }
+    }
+}
+
 /// Runs `shapes` back to back on `m` until the steady state (at most
 /// `iterations` times or 10 M cycles).
+///
+/// One pass in program order: every instruction's dispatch, each µop's
+/// issue and the instruction's retirement depend only on older
+/// instructions, so each is decided when its turn comes. Issue is oldest
+/// first: a µop takes the first cycle, from the one its inputs are ready
+/// in, that has a port of its set free of every older µop's reservation
+/// (the least used such port); a µop that occupies its port several
+/// cycles (a divider) needs them all free. A younger µop never delays an
+/// older one — on a real scheduler it can, when it takes an unpipelined
+/// unit just before the older µop's inputs arrive.
 pub(crate) fn simulate<'a>(
     m: &'a Machine,
     shapes: &'a [Shape],
@@ -884,10 +932,8 @@ pub(crate) fn simulate<'a>(
         m.decode_bytes.max(16),
     );
     let total = iterations * n;
-    // Grown with the graph (most runs stop long before `total`).
     let mut head: Vec<u64> = Vec::with_capacity(g.dyns.capacity());
     let nports = port_names.len().max(1);
-    let mut port_free = vec![0u64; nports];
     let mut port_load = vec![0u64; nports];
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
@@ -896,225 +942,161 @@ pub(crate) fn simulate<'a>(
         .iter()
         .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p))
         .collect();
-    // Event-driven issue: a µop enters `ready_heap` once every input has
-    // issued (so its ready time is known) and it is dispatched; from there
-    // it moves to the queue of its port set (kept in age order) when its
-    // time comes. Issuing the oldest head among the queues whose ports have
-    // one free is issuing oldest first: within a pass free ports only get
-    // fewer, so a queue passed over stays passed over.
-    // Buffers kept from the thread's previous run (no allocation once warm).
-    let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
-    scratch.clear(g.port_sets.len());
-    let Scratch {
-        pending,
-        first_edge,
-        edges,
-        dispatched_uop,
-        wheel: ready_heap,
-        queues,
-        rob,
-    } = &mut scratch;
-    let mut next_dispatch = 0usize;
-    let mut owed = 0u32;
-    let mut retired = 0usize;
-    let mut cycle: u64 = 0;
+    let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    calendar.clear();
+    let mut dispatch = DispatchState {
+        cycle: 0,
+        slots: 0,
+        bytes: 0,
+        owed: 0,
+    };
+    let mut retire = RetireState {
+        cycle: 0,
+        count: 0,
+        commits: 0,
+        last_store_line: None,
+    };
     let mut steady = Steady::new(iterations, stop_early);
-    let (mut issued_uops, mut retired_uops) = (0u64, 0u64);
-    let mut last_store_line: Option<(iced_x86::Register, iced_x86::Register, i64)> = None;
     let mut measured = (iterations / 2)..iterations;
-    'sim: while retired < total && cycle < 10_000_000 {
-        // Retire (stores also commit to L1: `store_commit` per cycle, more
-        // when they write the same cache line as the previous store).
-        let mut r = 0;
-        let mut commits = 0u32;
-        while let Some(&front) = rob.front() {
-            if r >= retire_w {
-                break;
-            }
-            let done = g.dyns[front]
-                .uops
-                .clone()
-                .all(|u| g.uops[u as usize].complete <= cycle);
-            if !done {
-                break;
-            }
-            if let Some(addr) = shapes[g.dyns[front].stat].store {
-                let line = (addr.base, addr.index, addr.disp as i64 >> 6);
-                let same_line = last_store_line == Some(line);
-                if commits >= m.store_commit && !same_line {
-                    break;
-                }
-                commits += 1;
-                last_store_line = Some(line);
-            }
-            g.dyns[front].retired = Some(cycle);
-            retired_uops += g.dyns[front].uops.len() as u64;
-            rob.pop_front();
-            retired += 1;
-            // A fused nop retires with its partner (measured on Zen 4: 4
-            // movs and 4 nops per copy 0.66 cycles, above the retire width
-            // otherwise). Macro-fused branches still count: not measured.
-            let d = &g.dyns[front];
-            if d.slots > 0 || !shapes[d.stat].is_nop {
-                r += 1;
-            }
-            if retired.is_multiple_of(n) {
-                let in_flight = issued_uops - retired_uops;
-                if let Some(range) = steady.push(cycle, rob.len() as u64, in_flight) {
-                    measured = range;
-                    break 'sim;
-                }
-            }
+    // Over the current iteration: cycles its instructions spent in the ROB
+    // and its µops from issue to retirement (by Little's law, the ROB's
+    // occupancy and the µops in flight, times the iteration's cycles).
+    let (mut rob_cycles, mut flight_cycles) = (0u64, 0u64);
+    let mut last_retired = 0u64;
+    for i in 0..total {
+        if i >= g.dyns.len() {
+            g.build_iteration();
+            head.resize(g.dyns.len(), 0);
         }
-        // Head of the ROB this cycle (or the next to dispatch when empty).
-        if let Some(&front) = rob.front() {
-            head[front] += 1;
-        } else if next_dispatch < total {
-            if next_dispatch >= head.len() {
-                head.resize(next_dispatch + 1, 0);
-            }
-            head[next_dispatch] += 1;
-        }
-        // Issue, oldest first (twice: a zero-latency result can wake a µop
-        // in the same cycle).
-        let mut woke_now = true;
-        for _pass in 0..2 {
-            // The second pass only matters when the first woke a µop ready
-            // this very cycle (a zero-latency producer): otherwise it finds
-            // what the first left.
-            if !woke_now {
-                break;
-            }
-            woke_now = false;
-            ready_heap.take_due(cycle, |u| {
-                let q = &mut queues[g.uops[u as usize].ports as usize];
-                // Mostly younger than every µop waiting: to the back.
-                if q.back().is_none_or(|&x| x < u) {
-                    q.push_back(u);
-                } else {
-                    let at = q.partition_point(|&x| x < u);
-                    q.insert(at, u);
-                }
-            });
-            let mut free = (0..nports)
-                .filter(|&p| port_free[p] <= cycle)
-                .fold(0u64, |m, p| m | 1 << p);
-            loop {
-                let mut best: Option<(u32, usize)> = None;
-                for (k, q) in queues.iter().enumerate() {
-                    if let Some(&u) = q.front() {
-                        let can = masks[k] == 0 || masks[k] & free != 0;
-                        if can && best.is_none_or(|(b, _)| u < b) {
-                            best = Some((u, k));
-                        }
-                    }
-                }
-                let Some((u, k)) = best else {
-                    break;
-                };
-                queues[k].pop_front();
-                let u = u as usize;
-                let occupancy = g.uops[u].occupancy as u64;
-                let mut candidates = masks[k] & free;
-                if candidates != 0 {
-                    // The least used free port, the lowest on a tie.
-                    let mut port = candidates.trailing_zeros() as usize;
-                    while candidates != 0 {
-                        let p = candidates.trailing_zeros() as usize;
-                        if port_load[p] < port_load[port] {
-                            port = p;
-                        }
-                        candidates &= candidates - 1;
-                    }
-                    port_free[port] = cycle + occupancy;
-                    port_load[port] += occupancy;
-                    if occupancy > 0 {
-                        free &= !(1 << port);
-                    }
-                }
-                g.uops[u].issued = cycle;
-                issued_uops += 1;
-                g.uops[u].complete = cycle + g.uops[u].latency as u64;
-                let mut e = first_edge[u];
-                while e != NONE {
-                    let (d, next) = edges[e as usize];
-                    let d = d as usize;
-                    pending[d] -= 1;
-                    if pending[d] == 0 && dispatched_uop[d] {
-                        let r = g.ready_time(d, g.dyns[g.uops[d].insn as usize].dispatched);
-                        g.uops[d].ready = r;
-                        woke_now |= r <= cycle;
-                        ready_heap.push(cycle, r, d as u32);
-                    }
-                    e = next;
-                }
-            }
-        }
-        // Dispatch (what a microcoded instruction wider than the machine
-        // took beyond its first cycle is paid from the next ones).
-        let mut slots = owed.min(width);
-        owed -= slots;
-        let mut bytes = 0u32;
-        while next_dispatch < total {
-            if next_dispatch >= g.dyns.len() {
-                let before = g.uops.len();
-                g.build_iteration();
-                head.resize(g.dyns.len(), 0);
-                for u in before..g.uops.len() {
-                    // Only inputs not issued yet will announce themselves.
-                    let mut waiting_on = 0;
-                    first_edge.push(NONE);
-                    for k in g.uops[u].deps.clone() {
-                        let p = g.deps[k as usize].0 as usize;
-                        if g.uops[p].issued == NOT_YET {
-                            edges.push((u as u32, first_edge[p]));
-                            first_edge[p] = (edges.len() - 1) as u32;
-                            waiting_on += 1;
-                        }
-                    }
-                    pending.push(waiting_on);
-                    dispatched_uop.push(false);
-                }
-            }
-            let d = &g.dyns[next_dispatch];
-            let alone = slots == 0 && d.slots > width;
-            let stall = if rob.len() >= rob_cap {
-                Some(DispatchStall::RobFull)
-            } else if slots + d.slots > width && !alone {
-                Some(DispatchStall::Width)
-            } else if bytes + d.bytes > bytes_pc && bytes > 0 {
-                Some(DispatchStall::FrontEnd)
+        // Dispatch: a free ROB entry, slots and bytes left in the cycle.
+        let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
+        loop {
+            let alone = dispatch.slots == 0 && d_slots > width;
+            let rob_free_at = if i >= rob_cap {
+                g.dyns[i - rob_cap].retired.unwrap_or(0)
             } else {
-                None
+                0
             };
-            if let Some(why) = stall {
-                g.dyns[next_dispatch].dispatch_stall.get_or_insert(why);
-                break;
-            }
-            if alone {
-                owed = d.slots - width;
-                slots = width;
+            let stall = if rob_free_at > dispatch.cycle {
+                DispatchStall::RobFull
+            } else if dispatch.slots + d_slots > width && !alone {
+                DispatchStall::Width
+            } else if dispatch.bytes + d_bytes > bytes_pc && dispatch.bytes > 0 {
+                DispatchStall::FrontEnd
             } else {
-                slots += d.slots;
+                if alone {
+                    dispatch.owed = d_slots - width;
+                    dispatch.slots = width;
+                } else {
+                    dispatch.slots += d_slots;
+                }
+                dispatch.bytes += d_bytes;
+                break;
+            };
+            g.dyns[i].dispatch_stall.get_or_insert(stall);
+            if stall == DispatchStall::RobFull && dispatch.owed == 0 {
+                dispatch.cycle = rob_free_at;
+                dispatch.slots = 0;
+                dispatch.bytes = 0;
+            } else {
+                dispatch.next_cycle(width);
             }
-            bytes += d.bytes;
-            g.dyns[next_dispatch].dispatched = cycle;
-            for u in g.dyns[next_dispatch].uops.clone() {
-                let u = u as usize;
-                dispatched_uop[u] = true;
-                if pending[u] == 0 {
-                    let r = g.ready_time(u, cycle);
-                    g.uops[u].ready = r;
-                    ready_heap.push(cycle, r, u as u32);
+        }
+        let dc = dispatch.cycle;
+        g.dyns[i].dispatched = dc;
+        calendar.advance(dc);
+        // Issue, µop by µop (oldest first).
+        let mut done = dc + 1;
+        for u in g.dyns[i].uops.clone() {
+            let u = u as usize;
+            let ready = g.ready_time(u, dc);
+            let uop = &g.uops[u];
+            let (mask, occupancy, latency) = (
+                masks[uop.ports as usize],
+                uop.occupancy as u64,
+                uop.latency as u64,
+            );
+            let mut t = ready;
+            if mask != 0 {
+                loop {
+                    let free = calendar.free(mask, t, occupancy);
+                    if free != 0 {
+                        if occupancy > 0 {
+                            // The least used free port, the lowest on a tie.
+                            let mut candidates = free;
+                            let mut port = candidates.trailing_zeros() as usize;
+                            while candidates != 0 {
+                                let p = candidates.trailing_zeros() as usize;
+                                if port_load[p] < port_load[port] {
+                                    port = p;
+                                }
+                                candidates &= candidates - 1;
+                            }
+                            calendar.take(port, t, occupancy);
+                            port_load[port] += occupancy;
+                        }
+                        break;
+                    }
+                    t += 1;
                 }
             }
-            rob.push_back(next_dispatch);
-            next_dispatch += 1;
+            let uop = &mut g.uops[u];
+            uop.ready = ready;
+            uop.issued = t;
+            uop.complete = t + latency;
+            done = done.max(t + latency);
         }
-        cycle += 1;
+        // Retire, in order: `retire_width` per cycle (a fused nop retires
+        // with its partner), stores commit `store_commit` per cycle unless
+        // they write the line of the store before.
+        retire.move_to(done.max(last_retired));
+        let d = &g.dyns[i];
+        let sh = &shapes[d.stat];
+        loop {
+            if retire.count >= retire_w {
+                retire.move_to(retire.cycle + 1);
+                continue;
+            }
+            if let Some(addr) = sh.store {
+                let line = (addr.base, addr.index, addr.disp as i64 >> 6);
+                if retire.commits >= m.store_commit && retire.last_store_line != Some(line) {
+                    retire.move_to(retire.cycle + 1);
+                    continue;
+                }
+                retire.commits += 1;
+                retire.last_store_line = Some(line);
+            }
+            break;
+        }
+        if d.slots > 0 || !sh.is_nop {
+            retire.count += 1;
+        }
+        let r = retire.cycle;
+        g.dyns[i].retired = Some(r);
+        head[i] = r - last_retired;
+        last_retired = r;
+        rob_cycles += r - dc;
+        flight_cycles += g.dyns[i]
+            .uops
+            .clone()
+            .map(|u| r - g.uops[u as usize].issued)
+            .sum::<u64>();
+        if r >= 10_000_000 {
+            break;
+        }
+        if (i + 1).is_multiple_of(n) {
+            // Not steady while retirement outruns dispatch or issue (a
+            // backlog draining): both may only grow.
+            let marks = (r, rob_cycles, flight_cycles);
+            (rob_cycles, flight_cycles) = (0, 0);
+            if let Some(range) = steady.push(marks.0, marks.1, marks.2) {
+                measured = range;
+                break;
+            }
+        }
     }
     let measured = steady.fallback(measured);
-    SCRATCH.with(|s| *s.borrow_mut() = scratch);
+    CALENDAR.with(|c| *c.borrow_mut() = calendar);
     SimResult {
         graph: g,
         head,
