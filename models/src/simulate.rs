@@ -700,11 +700,9 @@ struct Steady {
     min_run: usize,
     /// Per iteration: (end cycle, ROB cycles, issue-to-retire cycles).
     marks: Vec<(u64, u64, u64)>,
-    /// Per period p: how many of the latest iterations have the same cycles
-    /// since the previous iteration's end as p iterations before, and the
-    /// same changes in occupancy and in flight.
-    same_cycles: [u32; Self::MAX_PERIOD + 1],
-    same_growth: [u32; Self::MAX_PERIOD + 1],
+    /// Per iteration from the second: the change of each mark from the
+    /// iteration before.
+    deltas: Vec<[u64; 3]>,
 }
 
 impl Steady {
@@ -733,8 +731,7 @@ impl Steady {
                 usize::MAX / 4
             },
             marks: Vec::with_capacity(iterations.min(64)),
-            same_cycles: [0; Self::MAX_PERIOD + 1],
-            same_growth: [0; Self::MAX_PERIOD + 1],
+            deltas: Vec::with_capacity(iterations.min(64)),
         }
     }
 
@@ -749,44 +746,35 @@ impl Steady {
 
     /// Records an iteration's end; the iterations to measure over once steady.
     fn push(&mut self, end: u64, occupancy: u64, in_flight: u64) -> Option<Range<usize>> {
-        self.marks.push((end, occupancy, in_flight));
-        let e = &self.marks;
-        let k = e.len();
-        // Not counted when never stopping early.
-        if self.min_run == Self::MIN_RUN && k >= 3 {
-            let j = k - 1;
-            // Change from the iteration before, in each of the three.
-            let delta = |j: usize| {
-                let (a, b) = (e[j], e[j - 1]);
-                (
-                    a.0.wrapping_sub(b.0),
-                    a.1.wrapping_sub(b.1),
-                    a.2.wrapping_sub(b.2),
-                )
-            };
-            let now = delta(j);
-            for p in 1..=Self::MAX_PERIOD.min(j.saturating_sub(1)) {
-                let then = delta(j - p);
-                let run = |same: bool, r: u32| if same { r + 1 } else { 0 };
-                self.same_cycles[p] = run(now.0 == then.0, self.same_cycles[p]);
-                self.same_growth[p] = run(now.1 == then.1 && now.2 == then.2, self.same_growth[p]);
-            }
+        if let Some(last) = self.marks.last() {
+            self.deltas.push([
+                end.wrapping_sub(last.0),
+                occupancy.wrapping_sub(last.1),
+                in_flight.wrapping_sub(last.2),
+            ]);
         }
+        self.marks.push((end, occupancy, in_flight));
+        let (e, d) = (&self.marks, &self.deltas);
+        let k = e.len();
         for p in 1..=Self::MAX_PERIOD {
             let span = (3 * p).max(self.min_run);
             let measure = Self::MEASURE_OF[p];
             if k < span + 2 * p + 1 || k < measure + 1 {
                 break;
             }
-            // Growth over one period, by the last one.
-            let grow =
-                |f: fn(&(u64, u64, u64)) -> u64| f(&e[k - 1]) as i64 - f(&e[k - 1 - p]) as i64;
-            if grow(|m| m.1) < 0 || grow(|m| m.2) < 0 {
+            // The growth over a period may not be negative.
+            if e[k - 1].1 < e[k - 1 - p].1 || e[k - 1].2 < e[k - 1 - p].2 {
                 continue;
             }
-            // The cycles repeat over the span, and the growth is the same
-            // for every iteration of it.
-            if self.same_cycles[p] as usize >= span && self.same_growth[p] as usize + 1 >= span {
+            // Over the span, the cycles between iteration ends repeat with
+            // period p, and so does the growth (the same every iteration:
+            // its change repeats from the span's second iteration on).
+            // `d[j - 1]` is the change into iteration j.
+            let periodic = (k - span..k).all(|j| {
+                let (now, then) = (&d[j - 1], &d[j - 1 - p]);
+                now[0] == then[0] && (j == k - span || (now[1] == then[1] && now[2] == then[2]))
+            });
+            if periodic {
                 return Some((k - measure)..k);
             }
         }
@@ -806,51 +794,76 @@ impl Steady {
 
 /// Ports taken, cycle by cycle, from the cycle instructions dispatch in now
 /// on (earlier cycles can no longer be asked for: a µop issues after its
-/// dispatch).
+/// dispatch): a ring of port masks, grown when reservations reach further
+/// ahead than it holds.
 #[derive(Default)]
 struct PortCalendar {
-    /// Bit mask of the ports busy in cycle `base + k`.
-    busy: VecDeque<u64>,
+    /// Bit mask of the ports busy in cycle `c`, at `c % ring.len()`.
+    ring: Vec<u64>,
+    /// The cycles held: `base..end` (later cycles are all free).
     base: u64,
+    end: u64,
 }
 
 impl PortCalendar {
     fn clear(&mut self) {
-        self.busy.clear();
+        if self.ring.is_empty() {
+            self.ring = vec![0; 64];
+        }
+        self.advance(self.end);
         self.base = 0;
+        self.end = 0;
+    }
+
+    fn slot(&self, t: u64) -> usize {
+        (t as usize) & (self.ring.len() - 1)
     }
 
     /// Forgets the cycles before `now`.
     fn advance(&mut self, now: u64) {
-        while self.base < now {
-            if self.busy.pop_front().is_none() {
-                self.base = now;
-                break;
-            }
-            self.base += 1;
+        for c in self.base..now.min(self.end) {
+            let k = self.slot(c);
+            self.ring[k] = 0;
         }
+        self.base = self.base.max(now);
+        self.end = self.end.max(self.base);
     }
 
     fn busy(&self, t: u64) -> u64 {
-        self.busy
-            .get((t - self.base) as usize)
-            .copied()
-            .unwrap_or(0)
+        if t < self.end {
+            self.ring[self.slot(t)]
+        } else {
+            0
+        }
     }
 
     /// Ports of `mask` free in every cycle of `t..t + len` (at least `t`).
     fn free(&self, mask: u64, t: u64, len: u64) -> u64 {
-        (t..t + len.max(1)).fold(mask, |f, c| f & !self.busy(c))
+        if len <= 1 {
+            return mask & !self.busy(t);
+        }
+        (t..t + len).fold(mask, |f, c| f & !self.busy(c))
     }
 
     fn take(&mut self, port: usize, t: u64, len: u64) {
-        let end = (t + len - self.base) as usize;
-        if self.busy.len() < end {
-            self.busy.resize(end, 0);
+        let last = t + len;
+        if (last - self.base) as usize > self.ring.len() {
+            // Grow (a power of two) and move the held cycles over.
+            let mut size = self.ring.len() * 2;
+            while ((last - self.base) as usize) > size {
+                size *= 2;
+            }
+            let mut ring = vec![0; size];
+            for c in self.base..self.end {
+                ring[(c as usize) & (size - 1)] = self.busy(c);
+            }
+            self.ring = ring;
         }
-        for k in (t - self.base) as usize..end {
-            self.busy[k] |= 1 << port;
+        for c in t..last {
+            let k = self.slot(c);
+            self.ring[k] |= 1 << port;
         }
+        self.end = self.end.max(last);
     }
 }
 
@@ -942,6 +955,8 @@ pub(crate) fn simulate<'a>(
         .iter()
         .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p))
         .collect();
+    // Per port set: the cycles before it have none of its ports free.
+    let mut full_before = vec![0u64; masks.len()];
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
     let mut dispatch = DispatchState {
@@ -1018,8 +1033,17 @@ pub(crate) fn simulate<'a>(
             );
             let mut t = ready;
             if mask != 0 {
+                // Every cycle before the hint is full for this port set.
+                let hint = &mut full_before[uop.ports as usize];
+                let from_hint = t <= *hint && occupancy <= 1;
+                if from_hint {
+                    t = *hint;
+                }
                 loop {
                     let free = calendar.free(mask, t, occupancy);
+                    if free != 0 && from_hint {
+                        *hint = t;
+                    }
                     if free != 0 {
                         if occupancy > 0 {
                             // The least used free port, the lowest on a tie.
