@@ -274,7 +274,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         };
         for it in measured.clone() {
             let id = it * n + s;
-            head += res.head[id];
+            head += g.head[id];
             let dy = &g.dyns[id];
             match dy.dispatch_stall {
                 Some(DispatchStall::Width) => count(Why::Dispatch(0)),
@@ -284,7 +284,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             }
             let Some(e) = dy
                 .exec
-                .or_else(|| dy.uops.clone().next().map(|u| u as usize))
+                .or_else(|| dy.uops.iter().next().map(|u| u as usize))
             else {
                 continue;
             };
@@ -296,7 +296,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             wait += issued.saturating_sub(earliest);
             if ready > earliest {
                 // The input that arrived last explains the wait.
-                let Some(k) = u.deps.clone().max_by_key(|&k| {
+                let Some(k) = u.deps.iter().max_by_key(|&k| {
                     let (p, x) = g.deps[k as usize];
                     g.uops[p as usize].complete().unwrap_or(0) + x as u64
                 }) else {
@@ -402,7 +402,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             },
             // For a pure load, its load µop's latency (forwarding or renaming included).
             latency: exec
-                .or_else(|| dy.uops.clone().next().map(|u| &g.uops[u as usize]))
+                .or_else(|| dy.uops.iter().next().map(|u| &g.uops[u as usize]))
                 .map(|u| u.latency)
                 .unwrap_or(0),
             uops: dy.slots,
@@ -410,7 +410,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             issue: exec.and_then(|u| u.issued()).map(|c| c - base),
             complete: dy
                 .uops
-                .clone()
+                .iter()
                 .filter_map(|u| g.uops[u as usize].complete())
                 .max()
                 .unwrap_or(dy.dispatched)
@@ -439,7 +439,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let mut per_port: Vec<(&[usize], f64)> = Vec::new();
     for s in 0..n {
         let dy = &g.dyns[half * n + s];
-        for u in dy.uops.clone() {
+        for u in dy.uops.iter() {
             let uo = &g.uops[u as usize];
             let set = &g.port_sets[uo.ports as usize];
             if !set.is_empty() {
@@ -499,7 +499,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 issue: dy.exec.and_then(|e| g.uops[e].issued()).map(|c| c - base),
                 complete: dy
                     .uops
-                    .clone()
+                    .iter()
                     .filter_map(|u| g.uops[u as usize].complete())
                     .max()
                     .unwrap_or(dy.dispatched)

@@ -27,8 +27,29 @@ use std::ops::Range;
 
 const NONE: u32 = u32::MAX;
 
+/// A range of graph indices that is `Copy`: iterations are copied in bulk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    fn new(start: u32, end: u32) -> Span {
+        Span { start, end }
+    }
+
+    pub fn iter(self) -> Range<u32> {
+        self.start..self.end
+    }
+
+    fn shifted(self, by: u32) -> Span {
+        Span::new(self.start + by, self.end + by)
+    }
+}
+
 /// One µop of the dynamic graph.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Uop {
     /// Dynamic instruction id.
     pub insn: u32,
@@ -37,7 +58,7 @@ pub(crate) struct Uop {
     pub latency: u32,
     pub occupancy: u32,
     /// Inputs: a range of [`Graph::deps`] (and of [`Graph::why`]).
-    pub deps: Range<u32>,
+    pub deps: Span,
     /// Cycles it issued, its result was ready, its inputs were ready:
     /// [`NOT_YET`] until known.
     issued: u64,
@@ -85,12 +106,12 @@ pub(crate) enum DispatchStall {
 }
 
 /// One dynamic instruction.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Dyn {
     pub stat: usize,
     pub iter: usize,
     /// Its µops, contiguous.
-    pub uops: Range<u32>,
+    pub uops: Span,
     pub slots: u32,
     pub bytes: u32,
     pub dispatched: u64,
@@ -155,17 +176,25 @@ pub(crate) struct Graph<'a> {
     uop_start: Vec<u32>,
     dep_start: Vec<u32>,
     /// The builder's state after the previous iteration, µop ids made
-    /// relative to that iteration's end.
-    last_state: Option<BuilderState>,
+    /// relative to that iteration's end (once `have_last_state`), and the
+    /// buffer the next one is written to.
+    last_state: BuilderState,
+    next_state: BuilderState,
+    have_last_state: bool,
     /// Registers the block writes (the others never get a producer).
     written: Vec<Reg>,
+    /// Per dynamic instruction: cycles it was the oldest not retired
+    /// (filled by [`simulate`]).
+    pub head: Vec<u64>,
+    /// Scratch of [`simulate`] and [`chain_rate`], kept for the next graph.
+    scratch: [Vec<u64>; 5],
 }
 
 /// What decides the next iterations' inputs: each register's producer and
 /// the stores loads may forward from (static index, data, address
 /// producers), µop ids as distances back from the end of the iteration
 /// just built (`-1` none, `-2` matches no load).
-#[derive(PartialEq)]
+#[derive(PartialEq, Default)]
 struct BuilderState {
     producer: Vec<i64>,
     stores: Vec<(usize, i64, [i64; 4])>,
@@ -181,6 +210,12 @@ struct GraphArrays {
     why: Vec<DepWhy>,
     uop_start: Vec<u32>,
     dep_start: Vec<u32>,
+    producer: Vec<u32>,
+    written: Vec<Reg>,
+    stores: VecDeque<StoreRec>,
+    states: [BuilderState; 2],
+    head: Vec<u64>,
+    scratch: [Vec<u64>; 5],
 }
 
 impl GraphArrays {
@@ -191,6 +226,13 @@ impl GraphArrays {
         self.why.clear();
         self.uop_start.clear();
         self.dep_start.clear();
+        self.producer.clear();
+        self.written.clear();
+        self.stores.clear();
+        self.head.clear();
+        for v in &mut self.scratch {
+            v.clear();
+        }
     }
 }
 
@@ -207,6 +249,15 @@ impl Drop for Graph<'_> {
             why: std::mem::take(&mut self.why),
             uop_start: std::mem::take(&mut self.uop_start),
             dep_start: std::mem::take(&mut self.dep_start),
+            producer: std::mem::take(&mut self.producer),
+            written: std::mem::take(&mut self.written),
+            stores: std::mem::take(&mut self.stores),
+            states: [
+                std::mem::take(&mut self.last_state),
+                std::mem::take(&mut self.next_state),
+            ],
+            head: std::mem::take(&mut self.head),
+            scratch: std::mem::take(&mut self.scratch),
         };
         // During thread teardown the slot may be gone: then just free them.
         let _ = GRAPH_ARRAYS.try_with(|a| *a.borrow_mut() = arrays);
@@ -276,12 +327,13 @@ impl<'a> Graph<'a> {
         // The arrays of the thread's previous graph, emptied.
         let mut arrays = GRAPH_ARRAYS.with(|a| std::mem::take(&mut *a.borrow_mut()));
         arrays.clear();
-        let mut written: Vec<Reg> = shapes
-            .iter()
-            .flat_map(|s| s.writes.iter().copied())
-            .collect();
+        let mut written = arrays.written;
+        written.extend(shapes.iter().flat_map(|s| s.writes.iter().copied()));
         written.sort_unstable();
         written.dedup();
+        let mut producer = arrays.producer;
+        producer.resize(written.len(), NONE);
+        let [last_state, next_state] = arrays.states;
         Graph {
             store_addr_class,
             store_addr_ports,
@@ -295,8 +347,8 @@ impl<'a> Graph<'a> {
             dyns: arrays.dyns,
             deps: arrays.deps,
             why: arrays.why,
-            producer: vec![NONE; written.len()],
-            stores: VecDeque::new(),
+            producer,
+            stores: arrays.stores,
             built: 0,
             template: None,
             uop_start: {
@@ -307,8 +359,12 @@ impl<'a> Graph<'a> {
                 arrays.dep_start.push(0);
                 arrays.dep_start
             },
-            last_state: None,
+            last_state,
+            next_state,
+            have_last_state: false,
             written,
+            head: arrays.head,
+            scratch: arrays.scratch,
         }
     }
 
@@ -327,21 +383,22 @@ impl<'a> Graph<'a> {
         }
     }
 
-    fn builder_state(&self) -> BuilderState {
+    /// The builder's state now, written over `out`.
+    fn builder_state(&self, out: &mut BuilderState) {
         let end = self.uops.len() as i64;
         let rel = |x: u32| match x {
             NONE => -1,
             x if x == NONE - 1 => -2,
             x => end - x as i64,
         };
-        BuilderState {
-            producer: self.producer.iter().map(|&p| rel(p)).collect(),
-            stores: self
-                .stores
+        out.producer.clear();
+        out.producer.extend(self.producer.iter().map(|&p| rel(p)));
+        out.stores.clear();
+        out.stores.extend(
+            self.stores
                 .iter()
-                .map(|st| (st.stat, rel(st.data), st.prod.map(rel)))
-                .collect(),
-        }
+                .map(|st| (st.stat, rel(st.data), st.prod.map(rel))),
+        );
     }
 
     /// Appends one iteration: a shifted copy of the template once the graph
@@ -355,15 +412,19 @@ impl<'a> Graph<'a> {
             None => {
                 self.build_from_instructions();
                 let k = self.built - 1;
-                let state = self.builder_state();
-                if let Some(last) = &self.last_state {
+                let mut state = std::mem::take(&mut self.next_state);
+                self.builder_state(&mut state);
+                if self.have_last_state {
                     // How far back a producer may point: not into the first iteration.
                     let reach = self.uops.len() as i64 - self.uop_start[1] as i64;
-                    if self.repeats_previous(k) && Self::state_repeats(last, &state, reach) {
+                    if self.repeats_previous(k)
+                        && Self::state_repeats(&self.last_state, &state, reach)
+                    {
                         self.template = Some(k);
                     }
                 }
-                self.last_state = Some(state);
+                self.next_state = std::mem::replace(&mut self.last_state, state);
+                self.have_last_state = true;
             }
         }
         self.uop_start.push(self.uops.len() as u32);
@@ -439,40 +500,31 @@ impl<'a> Graph<'a> {
         let (u0, u1) = (self.uop_start[t], self.uop_start[t + 1]);
         let (d0, d1) = (self.dep_start[t], self.dep_start[t + 1]);
         let (du, dd, dn) = (shift * (u1 - u0), shift * (d1 - d0), shift * n as u32);
-        for k in d0..d1 {
-            let (p, x) = self.deps[k as usize];
-            self.deps.push((p + du, x));
-            let w = self.why[k as usize];
-            self.why.push(w);
+        // Whole ranges copied, then shifted in place.
+        let from = self.deps.len();
+        self.deps.extend_from_within(d0 as usize..d1 as usize);
+        for dep in &mut self.deps[from..] {
+            dep.0 += du;
         }
-        for u in u0..u1 {
-            let a = &self.uops[u as usize];
-            let b = Uop {
-                insn: a.insn + dn,
-                ports: a.ports,
-                latency: a.latency,
-                occupancy: a.occupancy,
-                deps: a.deps.start + dd..a.deps.end + dd,
-                issued: NOT_YET,
-                complete: NOT_YET,
-                ready: NOT_YET,
-            };
-            self.uops.push(b);
+        self.why.extend_from_within(d0 as usize..d1 as usize);
+        let from = self.uops.len();
+        self.uops.extend_from_within(u0 as usize..u1 as usize);
+        for u in &mut self.uops[from..] {
+            u.insn += dn;
+            u.deps = u.deps.shifted(dd);
+            u.issued = NOT_YET;
+            u.complete = NOT_YET;
+            u.ready = NOT_YET;
         }
-        for i in t * n..(t + 1) * n {
-            let a = &self.dyns[i];
-            let b = Dyn {
-                stat: a.stat,
-                iter: it,
-                uops: a.uops.start + du..a.uops.end + du,
-                slots: a.slots,
-                bytes: a.bytes,
-                dispatched: 0,
-                retired: None,
-                exec: a.exec.map(|e| e + du as usize),
-                dispatch_stall: None,
-            };
-            self.dyns.push(b);
+        let from = self.dyns.len();
+        self.dyns.extend_from_within(t * n..(t + 1) * n);
+        for d in &mut self.dyns[from..] {
+            d.iter = it;
+            d.uops = d.uops.shifted(du);
+            d.dispatched = 0;
+            d.retired = None;
+            d.exec = d.exec.map(|e| e + du as usize);
+            d.dispatch_stall = None;
         }
     }
 
@@ -507,7 +559,7 @@ impl<'a> Graph<'a> {
             ports,
             latency,
             occupancy,
-            deps: from..self.deps.len() as u32,
+            deps: Span::new(from, self.deps.len() as u32),
             issued: NOT_YET,
             complete: NOT_YET,
             ready: NOT_YET,
@@ -579,7 +631,7 @@ impl<'a> Graph<'a> {
                     };
                     if renamed {
                         // Renamed: the load's value is the stored register's, no forwarding delay.
-                        let r = self.uops[data as usize].deps.clone();
+                        let r = self.uops[data as usize].deps.iter();
                         for k in r {
                             let (d, w) = (self.deps[k as usize], self.why[k as usize]);
                             self.deps.push(d);
@@ -660,7 +712,7 @@ impl<'a> Graph<'a> {
             self.dyns.push(Dyn {
                 stat: s,
                 iter: it,
-                uops: first_uop..self.uops.len() as u32,
+                uops: Span::new(first_uop, self.uops.len() as u32),
                 slots: if fused_branch || nop_fused { 0 } else { slots },
                 bytes: sh.len as u32,
                 dispatched: 0,
@@ -675,11 +727,31 @@ impl<'a> Graph<'a> {
     /// The time a µop's inputs are all available (and it has been dispatched).
     fn ready_time(&self, u: usize, dispatched: u64) -> u64 {
         let mut t = dispatched + 1;
-        for k in self.uops[u].deps.clone() {
+        for k in self.uops[u].deps.iter() {
             let (p, extra) = self.deps[k as usize];
             t = t.max(self.uops[p as usize].complete().unwrap_or(0) + extra as u64);
         }
         t
+    }
+}
+
+/// A steady-state test's arrays: marks and their changes.
+type SteadyArrays = (Vec<(u64, u64, u64)>, Vec<[u64; 3]>);
+
+thread_local! {
+    /// The arrays of finished tests, for the next ones on the thread.
+    static STEADY_BUFFERS: std::cell::RefCell<Vec<SteadyArrays>> = std::cell::RefCell::default();
+}
+
+impl Drop for Steady {
+    fn drop(&mut self) {
+        let (mut marks, mut deltas) = (
+            std::mem::take(&mut self.marks),
+            std::mem::take(&mut self.deltas),
+        );
+        marks.clear();
+        deltas.clear();
+        let _ = STEADY_BUFFERS.try_with(|b| b.borrow_mut().push((marks, deltas)));
     }
 }
 
@@ -703,6 +775,15 @@ struct Steady {
     /// Per iteration from the second: the change of each mark from the
     /// iteration before.
     deltas: Vec<[u64; 3]>,
+    /// Periods 1..=`eligible` have had enough iterations to be tested.
+    eligible: usize,
+    /// Per period p (at p − 1) once eligible: how many of the newest
+    /// changes equal the one p iterations before them, in the end cycle
+    /// alone and in all three marks (at least as many as a test needs).
+    /// One comparison per period and iteration keeps the test cheap: it
+    /// runs on every iteration of every block.
+    run_end: [usize; Self::MAX_PERIOD],
+    run_all: [usize; Self::MAX_PERIOD],
 }
 
 impl Steady {
@@ -723,15 +804,21 @@ impl Steady {
     };
 
     /// Never steady when not stopping early (every iteration asked for runs).
-    fn new(iterations: usize, stop_early: bool) -> Self {
+    fn new(stop_early: bool) -> Self {
+        let (marks, deltas) = STEADY_BUFFERS
+            .with(|b| b.borrow_mut().pop())
+            .unwrap_or_default();
         Steady {
             min_run: if stop_early {
                 Self::MIN_RUN
             } else {
                 usize::MAX / 4
             },
-            marks: Vec::with_capacity(iterations.min(64)),
-            deltas: Vec::with_capacity(iterations.min(64)),
+            marks,
+            deltas,
+            eligible: 0,
+            run_end: [0; Self::MAX_PERIOD],
+            run_all: [0; Self::MAX_PERIOD],
         }
     }
 
@@ -744,39 +831,77 @@ impl Steady {
         self.marks.len()
     }
 
+    /// The iterations three periods span (at least `min_run`).
+    fn span(&self, p: usize) -> usize {
+        (3 * p).max(self.min_run)
+    }
+
     /// Records an iteration's end; the iterations to measure over once steady.
+    ///
+    /// Steady with period p when, over the last `span` iterations, the
+    /// cycles between iteration ends repeat with period p, and so does the
+    /// growth of the other two marks (the same every iteration: its change
+    /// repeats from the span's second iteration on), which over the last
+    /// period is not negative. A period is tested once `span + 2p + 1`
+    /// iterations have run (and the iterations it measures).
     fn push(&mut self, end: u64, occupancy: u64, in_flight: u64) -> Option<Range<usize>> {
         if let Some(last) = self.marks.last() {
-            self.deltas.push([
+            let x = [
                 end.wrapping_sub(last.0),
                 occupancy.wrapping_sub(last.1),
                 in_flight.wrapping_sub(last.2),
-            ]);
+            ];
+            let r = self.deltas.len();
+            for p in 1..=self.eligible {
+                let then = &self.deltas[r - p];
+                let same_end = x[0] == then[0];
+                self.run_end[p - 1] = if same_end { self.run_end[p - 1] + 1 } else { 0 };
+                self.run_all[p - 1] = if same_end && x[1] == then[1] && x[2] == then[2] {
+                    self.run_all[p - 1] + 1
+                } else {
+                    0
+                };
+            }
+            self.deltas.push(x);
         }
         self.marks.push((end, occupancy, in_flight));
-        let (e, d) = (&self.marks, &self.deltas);
-        let k = e.len();
-        for p in 1..=Self::MAX_PERIOD {
-            let span = (3 * p).max(self.min_run);
-            let measure = Self::MEASURE_OF[p];
-            if k < span + 2 * p + 1 || k < measure + 1 {
+        let k = self.marks.len();
+        // Periods that become testable now: their runs counted back once.
+        while self.eligible < Self::MAX_PERIOD {
+            let p = self.eligible + 1;
+            let span = self.span(p);
+            if k < span + 2 * p + 1 || k < Self::MEASURE_OF[p] + 1 {
                 break;
+            }
+            let d = &self.deltas;
+            let (mut same_end, mut same_all, mut all_open) = (0, 0, true);
+            for r in (p..d.len()).rev() {
+                if same_end >= span && !all_open {
+                    break;
+                }
+                let (now, then) = (&d[r], &d[r - p]);
+                if now[0] != then[0] {
+                    break;
+                }
+                same_end += 1;
+                all_open &= now[1] == then[1] && now[2] == then[2];
+                same_all += all_open as usize;
+            }
+            self.run_end[p - 1] = same_end;
+            self.run_all[p - 1] = same_all;
+            self.eligible = p;
+        }
+        let e = &self.marks;
+        for p in 1..=self.eligible {
+            let span = self.span(p);
+            if self.run_end[p - 1] < span || self.run_all[p - 1] + 1 < span {
+                continue;
             }
             // The growth over a period may not be negative.
             if e[k - 1].1 < e[k - 1 - p].1 || e[k - 1].2 < e[k - 1 - p].2 {
                 continue;
             }
-            // Over the span, the cycles between iteration ends repeat with
-            // period p, and so does the growth (the same every iteration:
-            // its change repeats from the span's second iteration on).
-            // `d[j - 1]` is the change into iteration j.
-            let periodic = (k - span..k).all(|j| {
-                let (now, then) = (&d[j - 1], &d[j - 1 - p]);
-                now[0] == then[0] && (j == k - span || (now[1] == then[1] && now[2] == then[2]))
-            });
-            if periodic {
-                return Some((k - measure)..k);
-            }
+            return Some((k - Self::MEASURE_OF[p])..k);
         }
         None
     }
@@ -874,8 +999,6 @@ thread_local! {
 /// A simulation's outcome.
 pub(crate) struct SimResult<'a> {
     pub graph: Graph<'a>,
-    /// Per dynamic instruction: cycles it was the oldest not retired.
-    pub head: Vec<u64>,
     /// Iterations of the steady state the results are measured over.
     pub measured: Range<usize>,
 }
@@ -945,18 +1068,19 @@ pub(crate) fn simulate<'a>(
         m.decode_bytes.max(16),
     );
     let total = iterations * n;
-    let mut head: Vec<u64> = Vec::with_capacity(g.dyns.capacity());
     let nports = port_names.len().max(1);
-    let mut port_load = vec![0u64; nports];
+    let [mut port_load, mut masks, mut full_before, chain_complete, chain_retire] =
+        std::mem::take(&mut g.scratch);
+    port_load.resize(nports, 0);
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
-    let masks: Vec<u64> = g
-        .port_sets
-        .iter()
-        .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p))
-        .collect();
+    masks.extend(
+        g.port_sets
+            .iter()
+            .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p)),
+    );
     // Per port set: the cycles before it have none of its ports free.
-    let mut full_before = vec![0u64; masks.len()];
+    full_before.resize(masks.len(), 0);
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
     let mut dispatch = DispatchState {
@@ -971,7 +1095,7 @@ pub(crate) fn simulate<'a>(
         commits: 0,
         last_store_line: None,
     };
-    let mut steady = Steady::new(iterations, stop_early);
+    let mut steady = Steady::new(stop_early);
     let mut measured = (iterations / 2)..iterations;
     // Over the current iteration: cycles its instructions spent in the ROB
     // and its µops from issue to retirement (by Little's law, the ROB's
@@ -981,7 +1105,7 @@ pub(crate) fn simulate<'a>(
     for i in 0..total {
         if i >= g.dyns.len() {
             g.build_iteration();
-            head.resize(g.dyns.len(), 0);
+            g.head.resize(g.dyns.len(), 0);
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
@@ -1022,7 +1146,7 @@ pub(crate) fn simulate<'a>(
         calendar.advance(dc);
         // Issue, µop by µop (oldest first).
         let mut done = dc + 1;
-        for u in g.dyns[i].uops.clone() {
+        for u in g.dyns[i].uops.iter() {
             let u = u as usize;
             let ready = g.ready_time(u, dc);
             let uop = &g.uops[u];
@@ -1099,12 +1223,12 @@ pub(crate) fn simulate<'a>(
         }
         let r = retire.cycle;
         g.dyns[i].retired = Some(r);
-        head[i] = r - last_retired;
+        g.head[i] = r - last_retired;
         last_retired = r;
         rob_cycles += r - dc;
         flight_cycles += g.dyns[i]
             .uops
-            .clone()
+            .iter()
             .map(|u| r - g.uops[u as usize].issued)
             .sum::<u64>();
         if r >= 10_000_000 {
@@ -1123,11 +1247,8 @@ pub(crate) fn simulate<'a>(
     }
     let measured = steady.fallback(measured);
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
-    SimResult {
-        graph: g,
-        head,
-        measured,
-    }
+    g.scratch = [port_load, masks, full_before, chain_complete, chain_retire];
+    SimResult { graph: g, measured }
 }
 
 /// Cycles per iteration of the dependency chains alone: the same graph
@@ -1137,9 +1258,10 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
     let n = g.shapes.len();
     let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
     let rob_cap = 64 * n.max(1);
-    let mut complete = vec![0u64; g.uops.len()];
-    let mut retire: Vec<u64> = Vec::with_capacity(g.dyns.len());
-    let mut steady = Steady::new(iterations, stop_early);
+    let mut complete = std::mem::take(&mut g.scratch[3]);
+    complete.resize(g.uops.len(), 0);
+    let mut retire = std::mem::take(&mut g.scratch[4]);
+    let mut steady = Steady::new(stop_early);
     let (mut cycle, mut slots) = (0u64, 0u32);
     let mut last_retire = 0u64;
     let mut measured = None;
@@ -1160,10 +1282,10 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
             }
             slots += d.slots;
             let mut done = cycle + 1;
-            for u in d.uops.clone() {
+            for u in d.uops.iter() {
                 let u = u as usize;
                 let mut t = cycle + 1;
-                for k in g.uops[u].deps.clone() {
+                for k in g.uops[u].deps.iter() {
                     let (p, extra) = g.deps[k as usize];
                     t = t.max(complete[p as usize] + extra as u64);
                 }
@@ -1179,6 +1301,8 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
         }
     }
     let measured = steady.fallback(measured.unwrap_or(iterations / 2..iterations));
+    g.scratch[3] = complete;
+    g.scratch[4] = retire;
     if measured.is_empty() || measured.start == 0 || measured.end > steady.len() {
         return None;
     }
