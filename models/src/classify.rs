@@ -249,8 +249,41 @@ fn mem_addr(i: &Instruction) -> MemAddr {
 }
 
 /// Analyzes one instruction.
+/// A class name's index in [`CLASSES`]; an unknown name is `alu`'s, as
+/// [`crate::machine::Machine::class`] takes it.
+pub fn class_index(name: &str) -> usize {
+    // Sorted names and their indices: a binary search of short strings
+    // (hashing one with the standard hasher cost twice as much).
+    static SORTED: std::sync::OnceLock<Vec<(&'static str, usize)>> = std::sync::OnceLock::new();
+    let sorted = SORTED.get_or_init(|| {
+        let mut v: Vec<(&'static str, usize)> =
+            CLASSES.iter().enumerate().map(|(k, c)| (*c, k)).collect();
+        v.sort_unstable();
+        v
+    });
+    let find = |n: &str| {
+        sorted
+            .binary_search_by(|(c, _)| (*c).cmp(n))
+            .ok()
+            .map(|k| sorted[k].1)
+    };
+    find(name).or_else(|| find("alu")).unwrap_or(0)
+}
+
+/// A mnemonic's name in lower case (iced's names, formatted once: the
+/// model shapes every instruction of every block it is asked about).
+fn mnemonic_name(m: Mnemonic) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        Mnemonic::values()
+            .map(|m| format!("{m:?}").to_ascii_lowercase())
+            .collect()
+    });
+    names.get(m as usize).map_or("", String::as_str)
+}
+
 pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
-    let m = format!("{:?}", i.mnemonic()).to_ascii_lowercase();
+    let m = mnemonic_name(i.mnemonic());
     let ii = info.info(i);
     let stack_op = matches!(
         i.mnemonic(),
@@ -555,7 +588,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     let bare = m
                         .strip_prefix('v')
                         .filter(|_| i.code().encoding() != iced_x86::EncodingKind::Legacy)
-                        .unwrap_or(&m);
+                        .unwrap_or(m);
                     match vector_class(bare, any_zmm(i)) {
                         Some("vec_mov") if has_mem => "nop",
                         Some(c) => c,

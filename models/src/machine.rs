@@ -65,6 +65,10 @@ pub struct Machine {
     /// Port names, computed once (the model asks for them on every block).
     #[serde(skip)]
     port_names: PortNames,
+    /// Per class of [`CLASSES`], its ports as indices into
+    /// [`Machine::ports`], computed once.
+    #[serde(skip)]
+    class_ports: ClassPorts,
 }
 
 /// A lazily filled cache of [`Machine::ports`]; equal whatever it holds, so
@@ -74,6 +78,17 @@ pub struct Machine {
 struct PortNames(std::sync::OnceLock<Vec<String>>);
 
 impl PartialEq for PortNames {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// A lazily filled cache of [`Machine::class_ports`], like [`PortNames`]:
+/// ports are the model's structure, a calibrated copy keeps them.
+#[derive(Debug, Clone, Default)]
+struct ClassPorts(std::sync::OnceLock<Vec<Vec<usize>>>);
+
+impl PartialEq for ClassPorts {
     fn eq(&self, _: &Self) -> bool {
         true
     }
@@ -198,6 +213,25 @@ impl Machine {
             .get(name)
             .or_else(|| self.classes.get("alu"))
             .expect("alu is required")
+    }
+
+    /// The ports a class's µop may use, as indices into [`Machine::ports`],
+    /// in the description's order; `class` is an index into [`CLASSES`].
+    pub fn class_ports(&self, class: usize) -> &[usize] {
+        let table = self.class_ports.0.get_or_init(|| {
+            let names = self.ports();
+            CLASSES
+                .iter()
+                .map(|c| {
+                    self.class(c)
+                        .ports
+                        .iter()
+                        .map(|p| names.iter().position(|x| x == p).unwrap_or(0))
+                        .collect()
+                })
+                .collect()
+        });
+        table.get(class).map_or(&[], Vec::as_slice)
     }
 
     /// Every port name, sorted.

@@ -158,7 +158,7 @@ pub(crate) struct Graph<'a> {
     /// besides nops (a block of nops only would alternate between
     /// iterations).
     nop_fusion: bool,
-    pub port_sets: Vec<Vec<usize>>,
+    pub port_sets: Vec<&'a [usize]>,
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
     /// (producer µop, extra latency beyond the producer's).
@@ -269,9 +269,9 @@ impl Drop for Graph<'_> {
 const TEMPLATE_SEARCH: usize = 6;
 
 impl<'a> Graph<'a> {
-    pub fn new(m: &'a Machine, shapes: &'a [Shape], port_names: &[String]) -> Self {
+    pub fn new(m: &'a Machine, shapes: &'a [Shape]) -> Self {
         let n = shapes.len();
-        let mut port_sets: Vec<Vec<usize>> = Vec::new();
+        let mut port_sets: Vec<&'a [usize]> = Vec::new();
         // Class costs and port sets by class name, remembered by the name's
         // address (shapes name their class with static strings): the
         // machine's table is a map of strings, and a block asks for a few
@@ -282,11 +282,7 @@ impl<'a> Graph<'a> {
                 return (cost, set);
             }
             let cost = m.class(class);
-            let ids: Vec<usize> = cost
-                .ports
-                .iter()
-                .map(|p| port_names.iter().position(|x| x == p).unwrap_or(0))
-                .collect();
+            let ids = m.class_ports(crate::classify::class_index(class));
             let set = match port_sets.iter().position(|s| *s == ids) {
                 Some(k) => k as u16,
                 None => {
@@ -1060,7 +1056,7 @@ pub(crate) fn simulate<'a>(
     stop_early: bool,
 ) -> SimResult<'a> {
     let n = shapes.len();
-    let mut g = Graph::new(m, shapes, port_names);
+    let mut g = Graph::new(m, shapes);
     let (width, rob_cap, retire_w, bytes_pc) = (
         m.dispatch_width,
         m.rob_size as usize,
