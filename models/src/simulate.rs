@@ -1247,6 +1247,87 @@ pub(crate) fn simulate<'a>(
     SimResult { graph: g, measured }
 }
 
+/// [`chain_rate`] without running it, for a block whose iterations share
+/// no value once they repeat (no input of the template iteration comes
+/// from an earlier one, as in most blocks that are not loops): the chains
+/// then only add latency within an iteration, so the rate is the chain
+/// pass's dispatch alone — two iterations' slots and more per cycle,
+/// packed the same way, from the same first iterations — as long as its
+/// ROB of 64 iterations never fills. The packing repeats once a cycle's
+/// used slots at an iteration boundary do: the rate is exact. `None` where
+/// that does not hold (then run [`chain_rate`]).
+///
+/// The ROB check: an instruction retires by its dispatch plus one plus the
+/// longest latency path through the iterations built (`reach`), so the ROB
+/// entry an instruction waits for (64 iterations back) is free if any 64
+/// iterations dispatch over more than `reach + 2` cycles (a stall would
+/// restart the packing at another phase, and the rate of some blocks
+/// depends on it).
+pub(crate) fn chain_free_rate(g: &Graph) -> Option<f64> {
+    const ROB_ITERATIONS: usize = 64;
+    let t = g.template?;
+    let n = g.shapes.len();
+    let (u0, u1) = (g.uop_start[t] as usize, g.uop_start[t + 1] as usize);
+    let (d0, d1) = (g.dep_start[t] as usize, g.dep_start[t + 1] as usize);
+    if g.deps[d0..d1].iter().any(|&(p, _)| (p as usize) < u0) {
+        return None;
+    }
+    let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
+    let slots = |k: usize| {
+        // The iterations built so far as they are (the first can differ),
+        // then the template's.
+        let k = if k < g.built { k } else { t };
+        g.dyns[k * n..(k + 1) * n].iter().map(|d| d.slots)
+    };
+    if slots(t).sum::<u32>() == 0 {
+        return None;
+    }
+    // Longest latency path through every µop up to the template's.
+    let mut path = vec![0u64; u1];
+    for u in 0..u1 {
+        let from = g.uops[u]
+            .deps
+            .iter()
+            .map(|k| path[g.deps[k as usize].0 as usize]);
+        path[u] = from.max().unwrap_or(0) + g.uops[u].latency as u64;
+    }
+    let reach = path.iter().copied().max().unwrap_or(0);
+    // Cycle at each iteration boundary, and per used-slot count at a
+    // boundary the iteration it was first seen at.
+    let mut cycles: Vec<u64> = Vec::new();
+    let mut seen: Vec<Option<usize>> = vec![None; width as usize + 1];
+    let (mut cycle, mut used) = (0u64, 0u32);
+    for k in 0usize.. {
+        // The packing repeats from where its input does.
+        let repeating = k > t.max(g.built);
+        cycles.push(cycle);
+        if let (true, Some(k0)) = (repeating, seen[used as usize]) {
+            let (period, gain) = (k - k0, cycle - cycles[k0]);
+            // Least dispatch over 64 iterations within the periodic part.
+            let at = |j: usize| {
+                let (laps, rest) = ((j - k0) / period, (j - k0) % period);
+                cycles[k0 + rest] + laps as u64 * gain
+            };
+            let least = (k0..k)
+                .map(|j| at(j + ROB_ITERATIONS) - at(j))
+                .min()
+                .unwrap_or(0);
+            return (least >= reach + 3).then_some(gain as f64 / period as f64);
+        }
+        if repeating {
+            seen[used as usize] = Some(k);
+        }
+        for d in slots(k) {
+            if used + d > width {
+                cycle += 1;
+                used = 0;
+            }
+            used += d;
+        }
+    }
+    None
+}
+
 /// Cycles per iteration of the dependency chains alone: the same graph
 /// with two iterations dispatched per cycle, a ROB of 64 iterations, every
 /// port free and retirement unbounded. `None` without a steady state.
