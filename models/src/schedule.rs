@@ -234,7 +234,10 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     // chain rate is known without a second run (not when the iterations
     // are fixed: that run averages a window, and the analyzer's reports
     // name their bottleneck from it).
-    let chain = match stop_early.then(|| chain_free_rate(&res.graph)).flatten() {
+    let chain = match stop_early
+        .then(|| chain_free_rate(&mut res.graph))
+        .flatten()
+    {
         Some(rate) => Some(rate),
         None => chain_rate(&mut res.graph, iterations, stop_early),
     };
@@ -632,7 +635,8 @@ mod tests {
             b.iter().map(|d| shape(&d.instr, &mut info)).collect()
         };
         let res = simulate(&m, &shapes, m.ports(), 400, true);
-        assert_eq!(chain_free_rate(&res.graph), Some(9.0 / 40.0));
+        let mut res = res;
+        assert_eq!(chain_free_rate(&mut res.graph), Some(9.0 / 40.0));
         assert_eq!(
             run(hex, "golden-cove", RepeatMode::Unrolled)
                 .bounds
@@ -654,8 +658,8 @@ mod tests {
             let mut info = InstructionInfoFactory::new();
             b.iter().map(|d| shape(&d.instr, &mut info)).collect()
         };
-        let res = simulate(&m, &shapes, m.ports(), 400, true);
-        assert_eq!(chain_free_rate(&res.graph), None);
+        let mut res = simulate(&m, &shapes, m.ports(), 400, true);
+        assert_eq!(chain_free_rate(&mut res.graph), None);
     }
 
     fn close(a: f64, b: f64) -> bool {

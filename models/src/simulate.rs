@@ -1263,7 +1263,7 @@ pub(crate) fn simulate<'a>(
 /// iterations dispatch over more than `reach + 2` cycles (a stall would
 /// restart the packing at another phase, and the rate of some blocks
 /// depends on it).
-pub(crate) fn chain_free_rate(g: &Graph) -> Option<f64> {
+pub(crate) fn chain_free_rate(g: &mut Graph) -> Option<f64> {
     const ROB_ITERATIONS: usize = 64;
     let t = g.template?;
     let n = g.shapes.len();
@@ -1273,59 +1273,65 @@ pub(crate) fn chain_free_rate(g: &Graph) -> Option<f64> {
         return None;
     }
     let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
-    let slots = |k: usize| {
-        // The iterations built so far as they are (the first can differ),
-        // then the template's.
-        let k = if k < g.built { k } else { t };
-        g.dyns[k * n..(k + 1) * n].iter().map(|d| d.slots)
-    };
-    if slots(t).sum::<u32>() == 0 {
+    // The iterations built so far as they are (the first can differ), then
+    // the template's.
+    let first = |k: usize| if k < g.built { k } else { t } * n;
+    if g.dyns[first(t)..first(t) + n].iter().all(|d| d.slots == 0) {
         return None;
     }
+    let [load, masks, mut seen, mut path, mut cycles] = std::mem::take(&mut g.scratch);
     // Longest latency path through every µop up to the template's.
-    let mut path = vec![0u64; u1];
-    for u in 0..u1 {
-        let from = g.uops[u]
-            .deps
-            .iter()
-            .map(|k| path[g.deps[k as usize].0 as usize]);
-        path[u] = from.max().unwrap_or(0) + g.uops[u].latency as u64;
+    path.clear();
+    let mut reach = 0;
+    for u in &g.uops[..u1] {
+        let from = u.deps.iter().map(|k| path[g.deps[k as usize].0 as usize]);
+        let p = from.max().unwrap_or(0) + u.latency as u64;
+        reach = reach.max(p);
+        path.push(p);
     }
-    let reach = path.iter().copied().max().unwrap_or(0);
     // Cycle at each iteration boundary, and per used-slot count at a
-    // boundary the iteration it was first seen at.
-    let mut cycles: Vec<u64> = Vec::new();
-    let mut seen: Vec<Option<usize>> = vec![None; width as usize + 1];
+    // boundary the iteration it was first seen at (+ 1; 0 not yet).
+    cycles.clear();
+    seen.clear();
+    seen.resize(width as usize + 1, 0);
     let (mut cycle, mut used) = (0u64, 0u32);
+    let mut rate = None;
     for k in 0usize.. {
         // The packing repeats from where its input does.
         let repeating = k > t.max(g.built);
         cycles.push(cycle);
-        if let (true, Some(k0)) = (repeating, seen[used as usize]) {
+        if repeating && seen[used as usize] > 0 {
+            let k0 = seen[used as usize] as usize - 1;
             let (period, gain) = (k - k0, cycle - cycles[k0]);
             // Least dispatch over 64 iterations within the periodic part.
-            let at = |j: usize| {
-                let (laps, rest) = ((j - k0) / period, (j - k0) % period);
-                cycles[k0 + rest] + laps as u64 * gain
-            };
+            let (laps, rest) = (ROB_ITERATIONS / period, ROB_ITERATIONS % period);
             let least = (k0..k)
-                .map(|j| at(j + ROB_ITERATIONS) - at(j))
+                .map(|j| {
+                    let (j2, wrap) = match j + rest {
+                        j2 if j2 < k => (j2, 0),
+                        j2 => (j2 - period, 1),
+                    };
+                    cycles[j2] + (laps + wrap) as u64 * gain - cycles[j]
+                })
                 .min()
                 .unwrap_or(0);
-            return (least >= reach + 3).then_some(gain as f64 / period as f64);
+            rate = (least >= reach + 3).then_some(gain as f64 / period as f64);
+            break;
         }
         if repeating {
-            seen[used as usize] = Some(k);
+            seen[used as usize] = k as u64 + 1;
         }
-        for d in slots(k) {
-            if used + d > width {
+        let f = first(k);
+        for d in &g.dyns[f..f + n] {
+            if used + d.slots > width {
                 cycle += 1;
                 used = 0;
             }
-            used += d;
+            used += d.slots;
         }
     }
-    None
+    g.scratch = [load, masks, seen, path, cycles];
+    rate
 }
 
 /// Cycles per iteration of the dependency chains alone: the same graph
@@ -1336,8 +1342,10 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
     let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
     let rob_cap = 64 * n.max(1);
     let mut complete = std::mem::take(&mut g.scratch[3]);
+    complete.clear();
     complete.resize(g.uops.len(), 0);
     let mut retire = std::mem::take(&mut g.scratch[4]);
+    retire.clear();
     let mut steady = Steady::new(stop_early);
     let (mut cycle, mut slots) = (0u64, 0u32);
     let mut last_retire = 0u64;
