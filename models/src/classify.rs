@@ -62,17 +62,21 @@ pub struct MemAddr {
     pub size: usize,
 }
 
+/// An instruction's registers: a few, kept inline (the model shapes every
+/// instruction of every block it is asked about).
+pub type Regs = smallvec::SmallVec<[Reg; 6]>;
+
 /// What the model needs of one instruction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
     /// Execution class (`nop` = no execution µop: pure loads, stores, eliminated moves).
     pub class: &'static str,
     /// Registers read by the execution µop.
-    pub reads: Vec<Reg>,
+    pub reads: Regs,
     /// Registers read to form the address.
-    pub addr_reads: Vec<Reg>,
+    pub addr_reads: Regs,
     /// Registers written.
-    pub writes: Vec<Reg>,
+    pub writes: Regs,
     pub load: Option<MemAddr>,
     pub store: Option<MemAddr>,
     pub vector_mem: bool,
@@ -292,9 +296,9 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
     let base = i.memory_base();
     let index = i.memory_index();
     let has_mem = (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory);
-    let mut reads = Vec::new();
-    let mut addr_reads = Vec::new();
-    let mut writes = Vec::new();
+    let mut reads = Regs::new();
+    let mut addr_reads = Regs::new();
+    let mut writes = Regs::new();
     for u in ii.used_registers() {
         let r = u.register();
         if stack_op && r.full_register() == Register::RSP {
@@ -651,7 +655,7 @@ mod tests {
         let load = one(&[0x48, 0x8b, 0x07]); // mov rax, [rdi]
         assert_eq!(load.class, "nop");
         assert!(load.load.is_some() && load.store.is_none());
-        assert_eq!(load.addr_reads, vec![Register::RDI as Reg]);
+        assert_eq!(load.addr_reads.as_slice(), [Register::RDI as Reg]);
         let store = one(&[0x48, 0x89, 0x07]); // mov [rdi], rax
         assert!(store.store.is_some() && store.load.is_none());
         let addm = one(&[0x48, 0x03, 0x07]); // add rax, [rdi]

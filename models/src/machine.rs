@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 /// How one instruction class executes.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 pub struct ClassCost {
-    /// Ports any one of which can execute the class's µop (empty: no execution µop).
-    pub ports: Vec<String>,
+    /// Ports any one of which can execute the class's µop (empty: no
+    /// execution µop). Shared: every modeled instruction's report names them.
+    pub ports: std::sync::Arc<[String]>,
     /// Cycles from issue to result.
     pub latency: u32,
     /// Cycles the port stays busy (1 = pipelined; dividers more).
@@ -239,7 +240,7 @@ impl Machine {
         self.port_names.0.get_or_init(|| {
             let mut v: Vec<String> = Vec::new();
             for c in self.classes.values() {
-                for p in &c.ports {
+                for p in c.ports.iter() {
                     if !v.contains(p) {
                         v.push(p.clone());
                     }

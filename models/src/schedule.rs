@@ -29,6 +29,7 @@ use crate::machine::Machine;
 use crate::simulate::{chain_free_rate, chain_rate, simulate, DepWhy, DispatchStall, LOAD_RESULT};
 use iced_x86::InstructionInfoFactory;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Why an instruction waited.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,7 +46,7 @@ pub enum Stall {
     /// Waiting for a store's data through store-to-load forwarding.
     StoreForward { store: usize, latency: u32 },
     /// Inputs ready, every allowed port busy.
-    PortContention { ports: Vec<String> },
+    PortContention { ports: Arc<[String]> },
     /// Inputs ready, an unpipelined unit (divider, square root) still busy.
     UnitBusy { unit: String },
     /// The front end could not dispatch it earlier: width used up.
@@ -62,8 +63,8 @@ pub struct InsnTiming {
     pub index: usize,
     pub addr: u64,
     pub text: String,
-    pub class: String,
-    pub ports: Vec<String>,
+    pub class: &'static str,
+    pub ports: Arc<[String]>,
     pub latency: u32,
     pub uops: u32,
     /// Cycles of the measured iteration, relative to its first dispatch.
@@ -196,7 +197,7 @@ fn no_steady_state(
                     index,
                     addr: d.addr,
                     text: d.text.clone(),
-                    class: sh.class.to_string(),
+                    class: sh.class,
                     ports: cost.ports.clone(),
                     latency: cost.latency,
                     uops: cost.uops,
@@ -216,11 +217,19 @@ fn no_steady_state(
     }
 }
 
+thread_local! {
+    /// iced's register-use factory, made once per thread (it allocates).
+    static INFO: std::cell::RefCell<InstructionInfoFactory> =
+        std::cell::RefCell::new(InstructionInfoFactory::new());
+}
+
 /// Runs the model on a block.
 pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis {
     let n = block.len().max(1);
-    let mut info = InstructionInfoFactory::new();
-    let shapes: Vec<Shape> = block.iter().map(|d| shape(&d.instr, &mut info)).collect();
+    let shapes: Vec<Shape> = INFO.with(|info| {
+        let mut info = info.borrow_mut();
+        block.iter().map(|d| shape(&d.instr, &mut info)).collect()
+    });
     let iterations = if opts.iterations > 0 {
         opts.iterations
     } else {
@@ -370,7 +379,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         ports: if !cost.ports.is_empty() {
                             cost.ports.clone()
                         } else {
-                            g.memory_ports(s).to_vec()
+                            g.memory_ports(s).clone()
                         },
                     },
                 };
@@ -401,14 +410,14 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             text: d.text.clone(),
             // Pure loads and stores have no execution µop: name them by what they do.
             class: match (sh.class, sh.load.is_some(), sh.store.is_some()) {
-                ("nop", true, false) => "load".to_string(),
-                ("nop", false, true) => "store".to_string(),
-                (c, _, _) => c.to_string(),
+                ("nop", true, false) => "load",
+                ("nop", false, true) => "store",
+                (c, _, _) => c,
             },
             ports: match (exec, sh.load.is_some(), sh.store.is_some()) {
                 (Some(_), _, _) => cost.ports.clone(),
-                (None, true, _) | (None, false, true) => g.memory_ports(s).to_vec(),
-                _ => Vec::new(),
+                (None, true, _) | (None, false, true) => g.memory_ports(s).clone(),
+                _ => Arc::from([]),
             },
             // For a pure load, its load µop's latency (forwarding or renaming included).
             latency: exec

@@ -24,6 +24,7 @@ use crate::classify::{MemAddr, Reg, Shape, FLAGS};
 use crate::machine::{ClassCost, Machine};
 use std::collections::VecDeque;
 use std::ops::Range;
+use std::sync::Arc;
 
 const NONE: u32 = u32::MAX;
 
@@ -371,7 +372,7 @@ impl<'a> Graph<'a> {
 
     /// The ports a pure load of `s` (`load` or `vec_load`) or a pure store
     /// (`store_addr`) waits on.
-    pub fn memory_ports(&self, s: usize) -> &'a [String] {
+    pub fn memory_ports(&self, s: usize) -> &'a Arc<[String]> {
         if self.shapes[s].load.is_some() {
             &self.costs[s].load_class.ports
         } else {
