@@ -261,7 +261,7 @@ impl Calibration {
         m.name = format!("{}-calibrated", machine.name);
         m.description = format!("{} (latencies calibrated on {host})", machine.description);
         for c in &self.classes {
-            if let (Some(lat), Some(cost)) = (c.measured_latency, m.classes.get_mut(&c.class)) {
+            if let (Some(lat), Some(cost)) = (c.measured_latency, m.class_mut(&c.class)) {
                 let rounded = lat.round().max(0.0) as u32;
                 if rounded != cost.latency {
                     cost.source = format!(

@@ -256,22 +256,36 @@ fn mem_addr(i: &Instruction) -> MemAddr {
 /// A class name's index in [`CLASSES`]; an unknown name is `alu`'s, as
 /// [`crate::machine::Machine::class`] takes it.
 pub fn class_index(name: &str) -> usize {
-    // Sorted names and their indices: a binary search of short strings
-    // (hashing one with the standard hasher cost twice as much).
-    static SORTED: std::sync::OnceLock<Vec<(&'static str, usize)>> = std::sync::OnceLock::new();
-    let sorted = SORTED.get_or_init(|| {
-        let mut v: Vec<(&'static str, usize)> =
-            CLASSES.iter().enumerate().map(|(k, c)| (*c, k)).collect();
-        v.sort_unstable();
-        v
+    // An open-addressed table of the names by an FNV-1a hash: a block's
+    // model asks for its classes every time (a sorted search of strings
+    // cost 300 instructions a name).
+    const SLOTS: usize = 256;
+    fn hash(name: &str) -> usize {
+        let h = name.bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ b as u32).wrapping_mul(0x0100_0193)
+        });
+        h as usize % SLOTS
+    }
+    static TABLE: std::sync::OnceLock<Vec<Option<usize>>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = vec![None; SLOTS];
+        for (k, c) in CLASSES.iter().enumerate() {
+            let mut h = hash(c);
+            while t[h].is_some() {
+                h = (h + 1) % SLOTS;
+            }
+            t[h] = Some(k);
+        }
+        t
     });
-    let find = |n: &str| {
-        sorted
-            .binary_search_by(|(c, _)| (*c).cmp(n))
-            .ok()
-            .map(|k| sorted[k].1)
-    };
-    find(name).or_else(|| find("alu")).unwrap_or(0)
+    let mut h = hash(name);
+    while let Some(k) = table[h] {
+        if CLASSES[k] == name {
+            return k;
+        }
+        h = (h + 1) % SLOTS;
+    }
+    0 // alu
 }
 
 /// A mnemonic's name in lower case (iced's names, formatted once: the
@@ -631,6 +645,15 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
 mod tests {
     use super::*;
     use iced_x86::{Decoder, DecoderOptions};
+
+    #[test]
+    fn class_names_index_the_class_list() {
+        for (k, c) in CLASSES.iter().enumerate() {
+            assert_eq!(class_index(c), k, "{c}");
+        }
+        assert_eq!(CLASSES[0], "alu");
+        assert_eq!(class_index("no such class"), 0);
+    }
 
     fn one(bytes: &[u8]) -> Shape {
         let mut d = Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE);

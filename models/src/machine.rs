@@ -62,14 +62,16 @@ pub struct Machine {
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     pub mispredict_penalty: u32,
-    pub classes: BTreeMap<String, ClassCost>,
+    /// By class name (see [`Machine::class`]; changed through
+    /// [`Machine::class_mut`], which keeps the per-class tables right).
+    classes: BTreeMap<String, ClassCost>,
     /// Port names, computed once (the model asks for them on every block).
     #[serde(skip)]
     port_names: PortNames,
-    /// Per class of [`CLASSES`], its ports as indices into
+    /// Per class of [`CLASSES`], its cost and its ports as indices into
     /// [`Machine::ports`], computed once.
     #[serde(skip)]
-    class_ports: ClassPorts,
+    class_table: ClassTable,
 }
 
 /// A lazily filled cache of [`Machine::ports`]; equal whatever it holds, so
@@ -84,12 +86,12 @@ impl PartialEq for PortNames {
     }
 }
 
-/// A lazily filled cache of [`Machine::class_ports`], like [`PortNames`]:
-/// ports are the model's structure, a calibrated copy keeps them.
+/// A lazily filled cache of [`Machine::class_at`] and
+/// [`Machine::class_ports`], emptied by [`Machine::class_mut`].
 #[derive(Debug, Clone, Default)]
-struct ClassPorts(std::sync::OnceLock<Vec<Vec<usize>>>);
+struct ClassTable(std::sync::OnceLock<Vec<(ClassCost, Vec<usize>)>>);
 
-impl PartialEq for ClassPorts {
+impl PartialEq for ClassTable {
     fn eq(&self, _: &Self) -> bool {
         true
     }
@@ -216,23 +218,50 @@ impl Machine {
             .expect("alu is required")
     }
 
-    /// The ports a class's µop may use, as indices into [`Machine::ports`],
-    /// in the description's order; `class` is an index into [`CLASSES`].
-    pub fn class_ports(&self, class: usize) -> &[usize] {
-        let table = self.class_ports.0.get_or_init(|| {
+    /// A class's cost, to change it (a calibrated copy's latencies).
+    pub fn class_mut(&mut self, name: &str) -> Option<&mut ClassCost> {
+        self.class_table = ClassTable::default();
+        self.classes.get_mut(name)
+    }
+
+    /// Every class by name.
+    pub fn classes(&self) -> &BTreeMap<String, ClassCost> {
+        &self.classes
+    }
+
+    /// Per class of [`CLASSES`]: its cost and its ports as indices into
+    /// [`Machine::ports`] (the model asks on every block; a map of strings
+    /// was a tenth of its time).
+    fn class_table(&self) -> &[(ClassCost, Vec<usize>)] {
+        self.class_table.0.get_or_init(|| {
             let names = self.ports();
             CLASSES
                 .iter()
                 .map(|c| {
-                    self.class(c)
+                    let cost = self.class(c);
+                    let ports = cost
                         .ports
                         .iter()
                         .map(|p| names.iter().position(|x| x == p).unwrap_or(0))
-                        .collect()
+                        .collect();
+                    (cost.clone(), ports)
                 })
                 .collect()
-        });
-        table.get(class).map_or(&[], Vec::as_slice)
+        })
+    }
+
+    /// The cost of the class at `class` in [`CLASSES`] (`alu`'s past the end).
+    pub fn class_at(&self, class: usize) -> &ClassCost {
+        let table = self.class_table();
+        &table.get(class).unwrap_or(&table[0]).0
+    }
+
+    /// The ports a class's µop may use, as indices into [`Machine::ports`],
+    /// in the description's order; `class` is an index into [`CLASSES`].
+    pub fn class_ports(&self, class: usize) -> &[usize] {
+        self.class_table()
+            .get(class)
+            .map_or(&[], |e| e.1.as_slice())
     }
 
     /// Every port name, sorted.
@@ -266,6 +295,16 @@ mod tests {
                 assert!(c.occupancy >= 1 && c.uops >= 1);
             }
         }
+    }
+
+    #[test]
+    fn changing_a_class_refreshes_the_class_table() {
+        let mut m = Machine::by_name("golden-cove").unwrap();
+        let k = CLASSES.iter().position(|c| *c == "imul").unwrap();
+        assert_eq!(m.class_at(k).latency, 3);
+        m.class_mut("imul").unwrap().latency = 4;
+        assert_eq!(m.class_at(k).latency, 4);
+        assert_eq!(m.class("imul").latency, 4);
     }
 
     #[test]

@@ -282,8 +282,8 @@ impl<'a> Graph<'a> {
             if let Some(&(_, cost, set)) = seen.iter().find(|e| std::ptr::eq(e.0, class)) {
                 return (cost, set);
             }
-            let cost = m.class(class);
-            let ids = m.class_ports(crate::classify::class_index(class));
+            let k = crate::classify::class_index(class);
+            let (cost, ids) = (m.class_at(k), m.class_ports(k));
             let set = match port_sets.iter().position(|s| *s == ids) {
                 Some(k) => k as u16,
                 None => {
