@@ -315,13 +315,14 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             wait += issued.saturating_sub(earliest);
             if ready > earliest {
                 // The input that arrived last explains the wait.
-                let Some(k) = u.deps.iter().max_by_key(|&k| {
-                    let (p, x) = g.deps[k as usize];
-                    g.uops[p as usize].complete().unwrap_or(0) + x as u64
-                }) else {
+                let Some(k) = u
+                    .deps
+                    .iter()
+                    .max_by_key(|&k| g.uops[g.producer_of(e, k)].complete().unwrap_or(0))
+                else {
                     continue;
                 };
-                let p = g.deps[k as usize].0 as usize;
+                let p = g.producer_of(e, k);
                 let pd = &g.dyns[g.uops[p].insn as usize];
                 match g.why.get(k as usize) {
                     Some(DepWhy::Forward(st)) => count(Why::Forward(*st)),

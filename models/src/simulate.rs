@@ -162,8 +162,10 @@ pub(crate) struct Graph<'a> {
     pub port_sets: Vec<&'a [usize]>,
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
-    /// (producer µop, extra latency beyond the producer's).
-    pub deps: Vec<(u32, u32)>,
+    /// Per input: how many µops before its consumer the producer is
+    /// ([`Graph::producer_of`]). Relative, so iterations copied from the
+    /// template share its inputs: a copied µop keeps the template's range.
+    pub deps: Vec<u32>,
     pub why: Vec<DepWhy>,
     /// Producer of each register in `written`, same order.
     producer: Vec<u32>,
@@ -207,7 +209,7 @@ struct BuilderState {
 struct GraphArrays {
     uops: Vec<Uop>,
     dyns: Vec<Dyn>,
-    deps: Vec<(u32, u32)>,
+    deps: Vec<u32>,
     why: Vec<DepWhy>,
     uop_start: Vec<u32>,
     dep_start: Vec<u32>,
@@ -456,7 +458,7 @@ impl<'a> Graph<'a> {
         };
         let same_dep = |i: u32| {
             let (a, b) = (i as usize, (i + dd) as usize);
-            self.deps[b] == (self.deps[a].0 + du, self.deps[a].1) && self.why[b] == self.why[a]
+            self.deps[b] == self.deps[a] && self.why[b] == self.why[a]
         };
         let same_dyn = |i: usize| {
             let (a, b) = (&self.dyns[i], &self.dyns[i + n as usize]);
@@ -495,20 +497,13 @@ impl<'a> Graph<'a> {
         let n = self.shapes.len();
         let shift = (it - t) as u32;
         let (u0, u1) = (self.uop_start[t], self.uop_start[t + 1]);
-        let (d0, d1) = (self.dep_start[t], self.dep_start[t + 1]);
-        let (du, dd, dn) = (shift * (u1 - u0), shift * (d1 - d0), shift * n as u32);
-        // Whole ranges copied, then shifted in place.
-        let from = self.deps.len();
-        self.deps.extend_from_within(d0 as usize..d1 as usize);
-        for dep in &mut self.deps[from..] {
-            dep.0 += du;
-        }
-        self.why.extend_from_within(d0 as usize..d1 as usize);
+        let (du, dn) = (shift * (u1 - u0), shift * n as u32);
+        // Whole ranges copied, then shifted in place (inputs are relative:
+        // the copies share the template's).
         let from = self.uops.len();
         self.uops.extend_from_within(u0 as usize..u1 as usize);
         for u in &mut self.uops[from..] {
             u.insn += dn;
-            u.deps = u.deps.shifted(dd);
             u.issued = NOT_YET;
             u.complete = NOT_YET;
             u.ready = NOT_YET;
@@ -539,13 +534,23 @@ impl<'a> Graph<'a> {
         }
     }
 
+    /// Adds an input from µop `p` to the µop pushed next.
+    fn push_dep(&mut self, p: u32, why: DepWhy) {
+        self.deps.push(self.uops.len() as u32 - p);
+        self.why.push(why);
+    }
+
+    /// The producer of µop `u`'s input `k` (an index into `deps`).
+    pub fn producer_of(&self, u: usize, k: u32) -> usize {
+        u - self.deps[k as usize] as usize
+    }
+
     /// Adds the inputs named by `regs` that have a producer.
     fn push_reg_deps(&mut self, regs: &[Reg]) {
         for &r in regs {
             let p = self.producer(r);
             if p != NONE {
-                self.deps.push((p, 0));
-                self.why.push(DepWhy::Reg(r));
+                self.push_dep(p, DepWhy::Reg(r));
             }
         }
     }
@@ -628,16 +633,13 @@ impl<'a> Graph<'a> {
                     };
                     if renamed {
                         // Renamed: the load's value is the stored register's, no forwarding delay.
-                        let r = self.uops[data as usize].deps.iter();
-                        for k in r {
-                            let (d, w) = (self.deps[k as usize], self.why[k as usize]);
-                            self.deps.push(d);
-                            self.why.push(w);
+                        for k in self.uops[data as usize].deps.iter() {
+                            let p = self.producer_of(data as usize, k) as u32;
+                            self.push_dep(p, self.why[k as usize]);
                         }
                         latency = 0;
                     } else {
-                        self.deps.push((data, 0));
-                        self.why.push(DepWhy::Forward(st));
+                        self.push_dep(data, DepWhy::Forward(st));
                         // From the store data's issue to the load's result.
                         latency = m.store_forward_latency.saturating_sub(1).max(1);
                     }
@@ -655,8 +657,7 @@ impl<'a> Graph<'a> {
                 let from = self.deps.len() as u32;
                 self.push_reg_deps(&sh.reads);
                 if let Some(l) = load_uop {
-                    self.deps.push((l, 0));
-                    self.why.push(DepWhy::Reg(LOAD_RESULT));
+                    self.push_dep(l, DepWhy::Reg(LOAD_RESULT));
                 }
                 exec_uop = Some(self.push_uop(id, exec_ports, latency, occupancy, from));
             }
@@ -667,8 +668,7 @@ impl<'a> Graph<'a> {
                 let from = self.deps.len() as u32;
                 match exec_uop {
                     Some(e) => {
-                        self.deps.push((e, 0));
-                        self.why.push(DepWhy::Reg(LOAD_RESULT));
+                        self.push_dep(e, DepWhy::Reg(LOAD_RESULT));
                     }
                     None => self.push_reg_deps(&sh.reads),
                 }
@@ -725,8 +725,8 @@ impl<'a> Graph<'a> {
     fn ready_time(&self, u: usize, dispatched: u64) -> u64 {
         let mut t = dispatched + 1;
         for k in self.uops[u].deps.iter() {
-            let (p, extra) = self.deps[k as usize];
-            t = t.max(self.uops[p as usize].complete().unwrap_or(0) + extra as u64);
+            let p = self.producer_of(u, k);
+            t = t.max(self.uops[p].complete().unwrap_or(0));
         }
         t
     }
@@ -1143,6 +1143,7 @@ pub(crate) fn simulate<'a>(
         calendar.advance(dc);
         // Issue, µop by µop (oldest first).
         let mut done = dc + 1;
+        let (mut issued_sum, mut uop_count) = (0u64, 0u64);
         for u in g.dyns[i].uops.iter() {
             let u = u as usize;
             let ready = g.ready_time(u, dc);
@@ -1190,6 +1191,8 @@ pub(crate) fn simulate<'a>(
             uop.issued = t;
             uop.complete = t + latency;
             done = done.max(t + latency);
+            issued_sum += t;
+            uop_count += 1;
         }
         // Retire, in order: `retire_width` per cycle, stores commit
         // `store_commit` per cycle unless they write the line of the store
@@ -1223,11 +1226,8 @@ pub(crate) fn simulate<'a>(
         g.head[i] = r - last_retired;
         last_retired = r;
         rob_cycles += r - dc;
-        flight_cycles += g.dyns[i]
-            .uops
-            .iter()
-            .map(|u| r - g.uops[u as usize].issued)
-            .sum::<u64>();
+        // Each µop's cycles from issue to this retirement.
+        flight_cycles += uop_count * r - issued_sum;
         if r >= 10_000_000 {
             break;
         }
@@ -1269,8 +1269,8 @@ pub(crate) fn chain_free_rate(g: &mut Graph) -> Option<f64> {
     let t = g.template?;
     let n = g.shapes.len();
     let (u0, u1) = (g.uop_start[t] as usize, g.uop_start[t + 1] as usize);
-    let (d0, d1) = (g.dep_start[t] as usize, g.dep_start[t + 1] as usize);
-    if g.deps[d0..d1].iter().any(|&(p, _)| (p as usize) < u0) {
+    let carried = (u0..u1).any(|u| g.uops[u].deps.iter().any(|k| g.producer_of(u, k) < u0));
+    if carried {
         return None;
     }
     let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
@@ -1284,8 +1284,8 @@ pub(crate) fn chain_free_rate(g: &mut Graph) -> Option<f64> {
     // Longest latency path through every µop up to the template's.
     path.clear();
     let mut reach = 0;
-    for u in &g.uops[..u1] {
-        let from = u.deps.iter().map(|k| path[g.deps[k as usize].0 as usize]);
+    for (i, u) in g.uops[..u1].iter().enumerate() {
+        let from = u.deps.iter().map(|k| path[g.producer_of(i, k)]);
         let p = from.max().unwrap_or(0) + u.latency as u64;
         reach = reach.max(p);
         path.push(p);
@@ -1372,8 +1372,7 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
                 let u = u as usize;
                 let mut t = cycle + 1;
                 for k in g.uops[u].deps.iter() {
-                    let (p, extra) = g.deps[k as usize];
-                    t = t.max(complete[p as usize] + extra as u64);
+                    t = t.max(complete[g.producer_of(u, k)]);
                 }
                 complete[u] = t + g.uops[u].latency as u64;
                 done = done.max(complete[u]);
