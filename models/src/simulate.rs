@@ -943,6 +943,10 @@ impl PortCalendar {
 
     /// Forgets the cycles before `now`.
     fn advance(&mut self, now: u64) {
+        if now <= self.base {
+            // Most instructions dispatch in the cycle of the one before.
+            return;
+        }
         for c in self.base..now.min(self.end) {
             let k = self.slot(c);
             self.ring[k] = 0;
@@ -969,6 +973,13 @@ impl PortCalendar {
 
     fn take(&mut self, port: usize, t: u64, len: u64) {
         let last = t + len;
+        if len == 1 && ((t - self.base) as usize) < self.ring.len() {
+            // One pipelined µop within the ring: the common case.
+            let k = self.slot(t);
+            self.ring[k] |= 1 << port;
+            self.end = self.end.max(last);
+            return;
+        }
         if (last - self.base) as usize > self.ring.len() {
             // Grow (a power of two) and move the held cycles over.
             let mut size = self.ring.len() * 2;
@@ -1169,8 +1180,9 @@ pub(crate) fn simulate<'a>(
                     if free != 0 {
                         if occupancy > 0 {
                             // The least used free port, the lowest on a tie.
-                            let mut candidates = free;
-                            let mut port = candidates.trailing_zeros() as usize;
+                            let mut port = free.trailing_zeros() as usize;
+                            // More than one free port: compare their loads.
+                            let mut candidates = free & (free - 1);
                             while candidates != 0 {
                                 let p = candidates.trailing_zeros() as usize;
                                 if port_load[p] < port_load[port] {
