@@ -182,6 +182,7 @@ fn main() {
         "golden-cove" => "sapphirerapids",
         "zen5" => "znver5",
         "zen4" => "znver4",
+        "zen3" => "znver3",
         "skylake" => "skylake",
         _ => "x86-64",
     };

@@ -102,13 +102,14 @@ pub const BUNDLED: &[(&str, &str)] = &[
     ("golden-cove", include_str!("../machines/golden-cove.toml")),
     ("zen5", include_str!("../machines/zen5.toml")),
     ("zen4", include_str!("../machines/zen4.toml")),
+    ("zen3", include_str!("../machines/zen3.toml")),
     ("skylake", include_str!("../machines/skylake.toml")),
     ("generic", include_str!("../machines/generic.toml")),
 ];
 
 #[derive(Debug, thiserror::Error)]
 pub enum MachineError {
-    #[error("no machine description '{0}'; known: golden-cove, zen5, zen4, skylake, generic (or a path to a .toml file)")]
+    #[error("no machine description '{0}'; known: golden-cove, zen5, zen4, zen3, skylake, generic (or a path to a .toml file)")]
     Unknown(String),
     #[error("machine description {name}: {detail}")]
     Invalid { name: String, detail: String },
@@ -315,6 +316,7 @@ mod tests {
         );
         assert_eq!(Machine::for_cpu("AuthenticAMD", 26, 2).name, "zen5");
         assert_eq!(Machine::for_cpu("AuthenticAMD", 25, 0x61).name, "zen4");
+        assert_eq!(Machine::for_cpu("AuthenticAMD", 25, 0x01).name, "zen3");
         assert_eq!(Machine::for_cpu("GenuineIntel", 6, 0x55).name, "skylake");
         assert_eq!(Machine::for_cpu("CentaurHauls", 7, 1).name, "generic");
         assert!(Machine::by_name("nehalem").is_err());

@@ -20,7 +20,7 @@ pub struct CpiArgs {
     pub all: bool,
     #[command(flatten)]
     pub samples: SampleArgs,
-    /// Machine description (golden-cove, zen5, zen4, skylake, generic or a .toml); default: the profiled CPU's.
+    /// Machine description (golden-cove, zen5, zen4, zen3, skylake, generic or a .toml); default: the profiled CPU's.
     #[arg(long)]
     pub cpu: Option<String>,
     /// Show estimates of at least this confidence.

@@ -30,7 +30,7 @@ pub struct ModelArgs {
     /// Treat the block as a loop body (its last instruction branches back).
     #[arg(long = "loop")]
     pub as_loop: bool,
-    /// Machine description: golden-cove, zen5, zen4, skylake, generic, or a .toml file (default: the host's).
+    /// Machine description: golden-cove, zen5, zen4, zen3, skylake, generic, or a .toml file (default: the host's).
     #[arg(long)]
     pub cpu: Option<String>,
     /// Iterations to simulate (default: enough for a steady state).
