@@ -25,7 +25,6 @@
 use nalgebra::DMatrix;
 use nalgebra_sparse::factorization::{CscCholesky, CscSymbolicCholesky};
 use nalgebra_sparse::pattern::SparsityPattern;
-use nalgebra_sparse::CscMatrix;
 
 /// The flow network of one function.
 #[derive(Debug, Clone, Default)]
@@ -485,15 +484,29 @@ fn solve_once(
         values[normal.slot(perm[k], perm[k])] += if *on { RIDGE } else { 1.0 };
     }
     let chol = CscCholesky::factor_numerical(normal.symbolic.clone(), &values).ok()?;
-    let csc = CscMatrix::try_from_pattern_and_values(normal.pattern.clone(), values)
-        .expect("values fill the pattern");
     // The normal equations' condition is about 1e12 (weights from the
     // ridge to conservation): a plain solve keeps ~4 digits; iterative
     // refinement with the same factor recovers more.
     let b = DMatrix::from_column_slice(m, 1, &rhs);
     let mut x = chol.solve(&b);
+    let (offsets, rows) = (
+        normal.pattern.major_offsets(),
+        normal.pattern.minor_indices(),
+    );
+    let mut residual = DMatrix::zeros(m, 1);
     for _ in 0..REFINEMENTS {
-        let residual = &b - &csc * &x;
+        // b − A·x, A symmetric and stored whole: each column is its row
+        // (nalgebra-sparse's general sparse-by-dense product was a third
+        // of the solve).
+        for j in 0..m {
+            let (a, z) = (offsets[j], offsets[j + 1]);
+            let ax: f64 = rows[a..z]
+                .iter()
+                .zip(&values[a..z])
+                .map(|(&i, v)| v * x[(i, 0)])
+                .sum();
+            residual[(j, 0)] = b[(j, 0)] - ax;
+        }
         x += chol.solve(&residual);
     }
     let x = (0..m).map(|k| x[(perm[k], 0)]).collect();
