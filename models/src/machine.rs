@@ -225,11 +225,6 @@ impl Machine {
         self.classes.get_mut(name)
     }
 
-    /// Every class by name.
-    pub fn classes(&self) -> &BTreeMap<String, ClassCost> {
-        &self.classes
-    }
-
     /// Per class of [`CLASSES`]: its cost and its ports as indices into
     /// [`Machine::ports`] (the model asks on every block; a map of strings
     /// was a tenth of its time).
