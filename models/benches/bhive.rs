@@ -13,7 +13,10 @@
 //! llvm-mca's cycles or `-`) so a later run with `DCPI_BHIVE_LOAD=FILE`
 //! judges a changed model on the same ground truth in seconds, without
 //! measuring again (a quiet host is rare; the ranking must not depend on
-//! which minute a block was measured in). Relative paths are from the
+//! which minute a block was measured in). With `DCPI_BHIVE_KEEP_LEAST=1`
+//! a save into an existing file keeps, per block, the lesser of the two
+//! measurements: on a noisy host, runs merged this way converge on the
+//! undisturbed figure (the harness only ever measures too much). Relative paths are from the
 //! workspace root (e.g. `datasets/models/bhive-zen4.tsv`).
 //! `DCPI_MACHINE=NAME|FILE.toml` models with that description instead of
 //! the host's (to rejudge another machine's saved set).
@@ -25,6 +28,7 @@ use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::classify::shape;
 use dcpi_models::harness::{measurable, measure};
 use dcpi_models::machine::Machine;
+use dcpi_models::measurement_set::{self, merge_least};
 use dcpi_models::schedule::{analyze, Options, RepeatMode};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, InstructionInfoFactory};
 use object::{Object, ObjectSection};
@@ -189,15 +193,9 @@ fn main() {
     let saved = std::env::var("DCPI_BHIVE_LOAD").ok().map(|path| {
         let path = from_workspace(&path);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let mut f = l.split('\t');
-                let hex = f.next()?;
-                let cycles: f64 = f.next()?.parse().ok()?;
-                let mca: Option<f64> = f.next().and_then(|x| x.parse().ok());
-                Some((parse_hex(hex).ok()?, cycles, mca))
-            })
+        measurement_set::parse(&text)
+            .into_iter()
+            .filter_map(|r| Some((parse_hex(&r.hex).ok()?, r.cycles, r.mca.parse().ok())))
             .collect::<Vec<_>>()
     });
     let mut seen = HashSet::new();
@@ -316,6 +314,17 @@ fn main() {
     );
     if let Ok(path) = std::env::var("DCPI_BHIVE_SAVE") {
         let path = from_workspace(&path);
+        let keep_least = std::env::var_os("DCPI_BHIVE_KEEP_LEAST").is_some();
+        let save = match std::fs::read_to_string(&path) {
+            Ok(old) if keep_least => {
+                let (merged, lowered) = merge_least(&old, &save);
+                println!(
+                    "kept the lesser of the saved and new measurement: {lowered} blocks lowered"
+                );
+                merged
+            }
+            _ => save,
+        };
         std::fs::write(&path, &save).unwrap_or_else(|e| panic!("{path}: {e}"));
         println!("measurements written to {path}");
     }

@@ -42,6 +42,7 @@ pub mod harness;
 pub mod host;
 pub mod host_times;
 pub mod machine;
+pub mod measurement_set;
 pub mod schedule;
 mod simulate;
 
