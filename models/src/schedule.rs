@@ -254,7 +254,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         return no_steady_state(machine, block, &shapes, opts.mode);
     };
     let g = &res.graph;
-    let last_retire = |it: usize| g.dyns[(it + 1) * n - 1].retired.unwrap_or(0) as f64;
+    let last_retire = |it: usize| g.dyns[(it + 1) * n - 1].retired as f64;
     let cpi = {
         let (a, b) = (res.measured.start, res.measured.end);
         (last_retire(b - 1) - last_retire(a - 1)) / (b - a) as f64
@@ -303,7 +303,8 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             }
             let Some(e) = dy
                 .exec
-                .or_else(|| dy.uops.iter().next().map(|u| u as usize))
+                .or_else(|| dy.uops.iter().next())
+                .map(|u| u as usize)
             else {
                 continue;
             };
@@ -328,9 +329,9 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     Some(DepWhy::Forward(st)) => count(Why::Forward(*st)),
                     Some(DepWhy::Reg(r)) => count(Why::Dep {
                         reg: *r,
-                        producer: pd.stat,
+                        producer: pd.stat as usize,
                         latency: g.uops[p].latency,
-                        carried: pd.iter < it,
+                        carried: (pd.iter as usize) < it,
                     }),
                     None => {}
                 }
@@ -388,7 +389,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             })
             .collect();
         let dy = &g.dyns[show_iter * n + s];
-        let exec = dy.exec.map(|e| &g.uops[e]);
+        let exec = dy.exec.map(|e| &g.uops[e as usize]);
         let mut notes = Vec::new();
         if sh.zero_idiom && machine.zero_idioms {
             notes.push("zero idiom: no execution, breaks dependencies".into());
@@ -435,7 +436,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 .max()
                 .unwrap_or(dy.dispatched)
                 - base,
-            retire: dy.retired.unwrap_or(0) - base,
+            retire: dy.retired - base,
             head_cycles: head as f64 / per_iter,
             m: 0.0,
             wait: wait as f64 / per_iter,
@@ -516,7 +517,10 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 iteration: it - half,
                 index: s,
                 dispatch: dy.dispatched - base,
-                issue: dy.exec.and_then(|e| g.uops[e].issued()).map(|c| c - base),
+                issue: dy
+                    .exec
+                    .and_then(|e| g.uops[e as usize].issued())
+                    .map(|c| c - base),
                 complete: dy
                     .uops
                     .iter()
@@ -524,7 +528,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     .max()
                     .unwrap_or(dy.dispatched)
                     - base,
-                retire: dy.retired.unwrap_or(0) - base,
+                retire: dy.retired - base,
             });
         }
     }

@@ -109,15 +109,18 @@ pub(crate) enum DispatchStall {
 /// One dynamic instruction.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Dyn {
-    pub stat: usize,
-    pub iter: usize,
+    /// Static index and iteration (u32: the struct is copied for every
+    /// iteration of the template, smaller is faster).
+    pub stat: u32,
+    pub iter: u32,
     /// Its µops, contiguous.
     pub uops: Span,
     pub slots: u32,
     pub bytes: u32,
     pub dispatched: u64,
-    pub retired: Option<u64>,
-    pub exec: Option<usize>,
+    /// The cycle it retired (0 until then: nothing retires in cycle 0).
+    pub retired: u64,
+    pub exec: Option<u32>,
     pub dispatch_stall: Option<DispatchStall>,
 }
 
@@ -467,7 +470,7 @@ impl<'a> Graph<'a> {
                 && b.uops.end == a.uops.end + du
                 && b.slots == a.slots
                 && b.bytes == a.bytes
-                && b.exec.map(|e| e as u32) == a.exec.map(|e| e as u32 + du)
+                && b.exec == a.exec.map(|e| e + du)
         };
         (u0..u1).all(|u| same_uop(&self.uops[u as usize], &self.uops[(u + du) as usize]))
             && (d0..d1).all(same_dep)
@@ -511,11 +514,11 @@ impl<'a> Graph<'a> {
         let from = self.dyns.len();
         self.dyns.extend_from_within(t * n..(t + 1) * n);
         for d in &mut self.dyns[from..] {
-            d.iter = it;
+            d.iter = it as u32;
             d.uops = d.uops.shifted(du);
             d.dispatched = 0;
-            d.retired = None;
-            d.exec = d.exec.map(|e| e + du as usize);
+            d.retired = 0;
+            d.exec = d.exec.map(|e| e + du);
             d.dispatch_stall = None;
         }
     }
@@ -649,7 +652,7 @@ impl<'a> Graph<'a> {
             let fused_branch = s > 0
                 && sh.cond_branch
                 && self.costs[s - 1].fuse_next
-                && self.dyns.last().is_some_and(|p| p.stat == s - 1);
+                && self.dyns.last().is_some_and(|p| p.stat as usize == s - 1);
             let nop_fused =
                 nop_fusion && sh.is_nop && self.dyns.last().is_some_and(|p| p.slots > 0);
             let mut exec_uop = None;
@@ -707,14 +710,14 @@ impl<'a> Graph<'a> {
                 }
             }
             self.dyns.push(Dyn {
-                stat: s,
-                iter: it,
+                stat: s as u32,
+                iter: it as u32,
                 uops: Span::new(first_uop, self.uops.len() as u32),
                 slots: if fused_branch || nop_fused { 0 } else { slots },
                 bytes: sh.len as u32,
                 dispatched: 0,
-                retired: None,
-                exec: exec_uop.map(|e| e as usize),
+                retired: 0,
+                exec: exec_uop,
                 dispatch_stall: None,
             });
         }
@@ -1120,7 +1123,7 @@ pub(crate) fn simulate<'a>(
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
             let rob_free_at = if i >= rob_cap {
-                g.dyns[i - rob_cap].retired.unwrap_or(0)
+                g.dyns[i - rob_cap].retired
             } else {
                 0
             };
@@ -1213,7 +1216,7 @@ pub(crate) fn simulate<'a>(
         // otherwise); macro-fused branches still count (not measured).
         retire.move_to(done.max(last_retired));
         let d = &g.dyns[i];
-        let sh = &shapes[d.stat];
+        let sh = &shapes[d.stat as usize];
         loop {
             if retire.count >= retire_w {
                 retire.move_to(retire.cycle + 1);
@@ -1234,7 +1237,7 @@ pub(crate) fn simulate<'a>(
             retire.count += 1;
         }
         let r = retire.cycle;
-        g.dyns[i].retired = Some(r);
+        g.dyns[i].retired = r;
         g.head[i] = r - last_retired;
         last_retired = r;
         rob_cycles += r - dc;
