@@ -471,12 +471,28 @@ fn solve_once(
     // Accumulate AᵀWA and AᵀWb into the pattern's slots.
     let mut values = vec![0.0; normal.pattern.nnz()];
     let mut rhs = vec![0.0; m];
+    let (offsets, minor) = (
+        normal.pattern.major_offsets(),
+        normal.pattern.minor_indices(),
+    );
+    // A row's unknowns renumbered and sorted: each column of its clique is
+    // then searched forward from the last entry found, not from its start
+    // (a dispatch block's row has hundreds of unknowns). Every slot gets
+    // one term per row, rows in the same order: the same sums.
+    let mut sorted: Vec<(usize, f64)> = Vec::new();
     for row in &rows {
         let w = row.weight;
-        for &(j, cj) in &row.coef {
-            rhs[perm[j]] += w * cj * row.rhs;
-            for &(i, ci) in &row.coef {
-                values[normal.slot(perm[j], perm[i])] += w * ci * cj;
+        sorted.clear();
+        sorted.extend(row.coef.iter().map(|&(j, c)| (perm[j], c)));
+        sorted.sort_unstable_by_key(|e| e.0);
+        for &(pj, cj) in &sorted {
+            rhs[pj] += w * cj * row.rhs;
+            let column = &minor[offsets[pj]..offsets[pj + 1]];
+            let mut at = 0;
+            for &(pi, ci) in &sorted {
+                at += column[at..].partition_point(|&x| x < pi);
+                debug_assert_eq!(column[at], pi, "entry in the pattern");
+                values[offsets[pj] + at] += w * ci * cj;
             }
         }
     }
