@@ -505,10 +505,6 @@ fn solve_once(
     // refinement with the same factor recovers more.
     let b = DMatrix::from_column_slice(m, 1, &rhs);
     let mut x = chol.solve(&b);
-    let (offsets, rows) = (
-        normal.pattern.major_offsets(),
-        normal.pattern.minor_indices(),
-    );
     let mut residual = DMatrix::zeros(m, 1);
     for _ in 0..REFINEMENTS {
         // b − A·x, A symmetric and stored whole: each column is its row
@@ -516,7 +512,7 @@ fn solve_once(
         // of the solve).
         for j in 0..m {
             let (a, z) = (offsets[j], offsets[j + 1]);
-            let ax: f64 = rows[a..z]
+            let ax: f64 = minor[a..z]
                 .iter()
                 .zip(&values[a..z])
                 .map(|(&i, v)| v * x[(i, 0)])

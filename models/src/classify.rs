@@ -252,7 +252,6 @@ fn mem_addr(i: &Instruction) -> MemAddr {
     }
 }
 
-/// Analyzes one instruction.
 /// A class name's index in [`CLASSES`]; an unknown name is `alu`'s, as
 /// [`crate::machine::Machine::class`] takes it.
 pub fn class_index(name: &str) -> usize {
@@ -300,6 +299,7 @@ fn mnemonic_name(m: Mnemonic) -> &'static str {
     names.get(m as usize).map_or("", String::as_str)
 }
 
+/// Analyzes one instruction.
 pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
     let m = mnemonic_name(i.mnemonic());
     let ii = info.info(i);

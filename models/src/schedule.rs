@@ -238,7 +238,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let port_names = machine.ports();
     // Asked for a number of iterations: run them all, measure the second half.
     let stop_early = opts.iterations == 0;
-    let mut res = simulate(machine, &shapes, port_names, iterations, stop_early);
+    let mut res = simulate(machine, &shapes, iterations, stop_early);
     // Most blocks carry no value from one iteration to the next: their
     // chain rate is known without a second run (not when the iterations
     // are fixed: that run averages a window, and the analyzer's reports
@@ -648,7 +648,7 @@ mod tests {
             let mut info = InstructionInfoFactory::new();
             b.iter().map(|d| shape(&d.instr, &mut info)).collect()
         };
-        let res = simulate(&m, &shapes, m.ports(), 400, true);
+        let res = simulate(&m, &shapes, 400, true);
         let mut res = res;
         assert_eq!(chain_free_rate(&mut res.graph), Some(9.0 / 40.0));
         assert_eq!(
@@ -672,7 +672,7 @@ mod tests {
             let mut info = InstructionInfoFactory::new();
             b.iter().map(|d| shape(&d.instr, &mut info)).collect()
         };
-        let mut res = simulate(&m, &shapes, m.ports(), 400, true);
+        let mut res = simulate(&m, &shapes, 400, true);
         assert_eq!(chain_free_rate(&mut res.graph), None);
     }
 

@@ -1066,7 +1066,6 @@ impl RetireState {
 pub(crate) fn simulate<'a>(
     m: &'a Machine,
     shapes: &'a [Shape],
-    port_names: &[String],
     iterations: usize,
     stop_early: bool,
 ) -> SimResult<'a> {
@@ -1079,7 +1078,7 @@ pub(crate) fn simulate<'a>(
         m.decode_bytes.max(16),
     );
     let total = iterations * n;
-    let nports = port_names.len().max(1);
+    let nports = m.ports().len().max(1);
     let [mut port_load, mut masks, mut full_before, chain_complete, chain_retire] =
         std::mem::take(&mut g.scratch);
     port_load.resize(nports, 0);
