@@ -9,7 +9,11 @@
 //! equations (sparse, SPD thanks to a tiny ridge) are solved by sparse
 //! Cholesky (nalgebra-sparse, which does no ordering itself) after an
 //! approximate-minimum-degree renumbering (the `amd` crate) over every row
-//! (links included), with iterative refinement. Rows are
+//! (links included), with iterative refinement against the rows' own
+//! residual. A row over many unknowns (a dispatch block's hundreds of
+//! predecessors) enters as a chain of three-term rows through partial
+//! sums — the same least squares without its dense clique in the normal
+//! matrix (see [`Chain`]). Rows are
 //! weighted from the ridge (1e-9) to conservation (1e3, relative to the
 //! strongest estimate): at 1e5 the flows only the ridge decides came out
 //! percents apart between elimination orders (msort 21 %), refinement or
@@ -420,9 +424,11 @@ fn solve_once(
     normal: &NormalPattern,
 ) -> Option<(Vec<f64>, Factored)> {
     let m = arcs.len();
+    let n = normal.unknowns();
     let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |k| active[k]);
-    // Rows as (sparse coefficients, rhs, weight).
-    let mut rows: Vec<Row> = Vec::new();
+    // Rows as (sparse coefficients, rhs, weight), each with its chain if long.
+    let mut rows: Vec<(Row, Option<usize>)> = Vec::new();
+    let chain_of = |key: RowKey| normal.chains.binary_search_by_key(&key, |c| c.0).ok();
     for (k, p) in parts.iter().enumerate() {
         for b in 0..p.blocks {
             let g = base[k] + b;
@@ -431,27 +437,29 @@ fn solve_once(
             // A self-loop edge appears with +1 and -1: it cancels in conservation.
             merge(&mut row);
             if !row.is_empty() {
-                rows.push(Row {
+                let row = Row {
                     coef: row,
                     rhs: 0.0,
                     weight: CONSERVATION,
-                });
+                };
+                rows.push((row, chain_of(RowKey::Conservation(g))));
             }
             if let Some((est, w)) = r.weights[k][b] {
                 let row: Vec<(usize, f64)> = ins[g].iter().map(|&a| (a, 1.0)).collect();
                 if !row.is_empty() {
-                    rows.push(Row {
+                    let row = Row {
                         coef: row,
                         rhs: est,
                         weight: w / r.wmax,
-                    });
+                    };
+                    rows.push((row, chain_of(RowKey::Estimate(g))));
                 }
             }
         }
     }
     // A link: the callee's entry flow minus its call sites' frequencies
     // (in the callee's units) is zero, as hard as conservation.
-    for l in links {
+    for (k, l) in links.iter().enumerate() {
         let a = r.first_entry[l.callee] + l.entry;
         let mut row: Vec<(usize, f64)> = if active[a] { vec![(a, 1.0)] } else { vec![] };
         for &(part, b, n) in &l.sites {
@@ -460,27 +468,28 @@ fn solve_once(
         }
         merge(&mut row);
         if !row.is_empty() {
-            rows.push(Row {
+            let row = Row {
                 coef: row,
                 rhs: 0.0,
                 weight: CONSERVATION,
-            });
+            };
+            rows.push((row, chain_of(RowKey::Link(k))));
         }
     }
     let perm = &normal.perm;
-    // Accumulate AᵀWA and AᵀWb into the pattern's slots.
+    // Accumulate AᵀWA and AᵀWb into the pattern's slots, long rows as
+    // their chains.
     let mut values = vec![0.0; normal.pattern.nnz()];
-    let mut rhs = vec![0.0; m];
+    let mut rhs = vec![0.0; n];
     let (offsets, minor) = (
         normal.pattern.major_offsets(),
         normal.pattern.minor_indices(),
     );
     // A row's unknowns renumbered and sorted: each column of its clique is
-    // then searched forward from the last entry found, not from its start
-    // (a dispatch block's row has hundreds of unknowns). Every slot gets
-    // one term per row, rows in the same order: the same sums.
+    // then searched forward from the last entry found, not from its start.
+    // Every slot gets one term per row, rows in the same order: the same sums.
     let mut sorted: Vec<(usize, f64)> = Vec::new();
-    for row in &rows {
+    let mut add = |row: &Row| {
         let w = row.weight;
         sorted.clear();
         sorted.extend(row.coef.iter().map(|&(j, c)| (perm[j], c)));
@@ -495,29 +504,58 @@ fn solve_once(
                 values[offsets[pj] + at] += w * ci * cj;
             }
         }
+    };
+    let mut chained = vec![false; normal.chains.len()];
+    let mut links_of_chain: Vec<Row> = Vec::new();
+    for (row, chain) in &rows {
+        match *chain {
+            Some(c) => {
+                chained[c] = true;
+                links_of_chain.clear();
+                normal.chains[c].1.rows(row, &mut links_of_chain);
+                links_of_chain.iter().for_each(&mut add);
+            }
+            None => add(row),
+        }
     }
-    for (k, on) in active.iter().enumerate() {
-        values[normal.slot(perm[k], perm[k])] += if *on { RIDGE } else { 1.0 };
+    // The diagonal: the ridge on arcs (a clamped arc pinned to zero).
+    let diagonal: Vec<f64> = active
+        .iter()
+        .map(|&on| if on { RIDGE } else { 1.0 })
+        .collect();
+    for (k, d) in diagonal.iter().enumerate() {
+        values[normal.slot(perm[k], perm[k])] += d;
+    }
+    // A chain no row of this solve uses: its partial sums are zero.
+    for (c, (_, chain)) in normal.chains.iter().enumerate() {
+        if !chained[c] {
+            for s in chain.first_sum..chain.first_sum + chain.unknowns.len() - 1 {
+                values[normal.slot(perm[s], perm[s])] += 1.0;
+            }
+        }
     }
     let chol = CscCholesky::factor_numerical(normal.symbolic.clone(), &values).ok()?;
     // The normal equations' condition is about 1e12 (weights from the
     // ridge to conservation): a plain solve keeps ~4 digits; iterative
-    // refinement with the same factor recovers more.
-    let b = DMatrix::from_column_slice(m, 1, &rhs);
-    let mut x = chol.solve(&b);
-    let mut residual = DMatrix::zeros(m, 1);
+    // refinement with the same factor recovers more. The residual is the
+    // whole rows' (AᵀW(b − Ax) − ridge·x over the arcs): the partial sums
+    // drop out of it, and a correction solved with zero on them is the
+    // whole rows' own (the arcs' block of the inverse is the inverse of
+    // their Schur complement, the whole rows' normal matrix). Refining
+    // against the chains' residual instead left flows only the ridge
+    // decides percents apart.
+    let mut x = chol.solve(&DMatrix::from_column_slice(n, 1, &rhs));
+    let mut residual = DMatrix::zeros(n, 1);
     for _ in 0..REFINEMENTS {
-        // b − A·x, A symmetric and stored whole: each column is its row
-        // (nalgebra-sparse's general sparse-by-dense product was a third
-        // of the solve).
-        for j in 0..m {
-            let (a, z) = (offsets[j], offsets[j + 1]);
-            let ax: f64 = minor[a..z]
-                .iter()
-                .zip(&values[a..z])
-                .map(|(&i, v)| v * x[(i, 0)])
-                .sum();
-            residual[(j, 0)] = b[(j, 0)] - ax;
+        for k in 0..m {
+            residual[(perm[k], 0)] = -diagonal[k] * x[(perm[k], 0)];
+        }
+        for (row, _) in &rows {
+            let ax: f64 = row.coef.iter().map(|&(j, c)| c * x[(perm[j], 0)]).sum();
+            let wr = row.weight * (row.rhs - ax);
+            for &(j, c) in &row.coef {
+                residual[(perm[j], 0)] += c * wr;
+            }
         }
         x += chol.solve(&residual);
     }
@@ -533,56 +571,161 @@ fn solve_once(
     ))
 }
 
+/// Which row of the least squares: a block's conservation or its
+/// estimate (blocks numbered across parts), or a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum RowKey {
+    Conservation(usize),
+    Estimate(usize),
+    Link(usize),
+}
+
 /// Which unknowns can share a row, whatever the weights and whichever
-/// arcs a round clamps (a clamped arc keeps its place, with zeros): per block its
-/// in- and out-arcs (conservation; its estimate row is the in-arcs), per
-/// link the callee's entry and the sites' in-arcs. The normal matrix's
-/// pattern is the union of these rows' cliques, so every solve of the same
-/// network (reweighting rounds, pass 1 and pass 2) shares one ordering and
-/// one symbolic factorization.
+/// arcs a round clamps (a clamped arc keeps its place, with zeros): per
+/// block its in- and out-arcs (conservation) and its in-arcs (its estimate,
+/// should it have one), per link the callee's entry and the sites'
+/// in-arcs. The normal matrix's pattern is built from these rows (see
+/// [`NormalPattern`]), so every solve of the same network (reweighting
+/// rounds, pass 1 and pass 2) shares one ordering and one symbolic
+/// factorization. Sorted by key.
 fn pattern_rows(
     parts: &[FlowProblem],
     links: &[Link],
     first_entry: &[usize],
     arcs: &[Arc],
-) -> Vec<Vec<usize>> {
+) -> Vec<(RowKey, Vec<usize>)> {
     let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |_| true);
-    let mut rows: Vec<Vec<usize>> = ins
-        .iter()
-        .zip(&outs)
-        .map(|(i, o)| i.iter().chain(o).copied().collect())
-        .collect();
-    for l in links {
+    let mut rows: Vec<(RowKey, Vec<usize>)> = Vec::new();
+    for (g, (i, o)) in ins.iter().zip(&outs).enumerate() {
+        rows.push((
+            RowKey::Conservation(g),
+            i.iter().chain(o).copied().collect(),
+        ));
+        rows.push((RowKey::Estimate(g), i.clone()));
+    }
+    for (k, l) in links.iter().enumerate() {
         let mut row = vec![first_entry[l.callee] + l.entry];
         for &(part, b, _) in &l.sites {
             row.extend(&ins[base[part] + b]);
         }
-        rows.push(row);
+        rows.push((RowKey::Link(k), row));
     }
-    for row in &mut rows {
+    for (_, row) in &mut rows {
         row.sort_unstable();
         row.dedup();
     }
-    rows.retain(|r| !r.is_empty());
+    rows.retain(|r| !r.1.is_empty());
+    rows.sort_unstable_by_key(|r| r.0);
     rows
 }
 
-/// The normal matrix's shape for one network: the unknowns' order, the
+/// A row over more than this many unknowns is solved as a chain of
+/// three-term rows through partial sums (see [`Chain`]).
+const CHAIN_OVER: usize = 16;
+
+/// A long row `Σ c_j x_j ≈ rhs` (weight w) written as k rows through k − 1
+/// new unknowns, the partial sums s_j: `c_1 x_1 − s_1`, `s_{j−1} + c_j x_j −
+/// s_j`, …, `s_{k−1} + c_k x_k − rhs`, each weighted k·w. Their residuals
+/// add up to the long row's, and the partial sums appear nowhere else, so
+/// at the minimum over them the residual is spread evenly (k·w·(v/k)² each)
+/// and the k rows cost exactly w·v²: the same least squares. But the
+/// normal matrix no longer holds the long row's dense clique (an
+/// interpreter's dispatch block with 204 predecessors: 42 K entries, most
+/// of the Cholesky factor).
+#[derive(Debug)]
+struct Chain {
+    /// The long row's unknowns, sorted (a chain row per unknown, in this order).
+    unknowns: Vec<usize>,
+    /// The first partial sum's unknown (the others follow).
+    first_sum: usize,
+}
+
+impl Chain {
+    /// Unknowns of chain row `j`: the row's j-th unknown and the partial
+    /// sums before and after it.
+    fn row_unknowns(&self, j: usize) -> Vec<usize> {
+        let mut u = vec![self.unknowns[j]];
+        if j > 0 {
+            u.push(self.first_sum + j - 1);
+        }
+        if j + 1 < self.unknowns.len() {
+            u.push(self.first_sum + j);
+        }
+        u
+    }
+
+    /// `row` (its unknowns among the chain's) as the chain's rows.
+    fn rows(&self, row: &Row, out: &mut Vec<Row>) {
+        let k = self.unknowns.len();
+        let weight = row.weight * k as f64;
+        let mut c = vec![0.0; k];
+        for &(u, coef) in &row.coef {
+            let j = self
+                .unknowns
+                .binary_search(&u)
+                .expect("a row's unknowns are its pattern row's");
+            c[j] = coef;
+        }
+        for (j, &cj) in c.iter().enumerate() {
+            let mut coef = Vec::with_capacity(3);
+            if cj != 0.0 {
+                coef.push((self.unknowns[j], cj));
+            }
+            if j > 0 {
+                coef.push((self.first_sum + j - 1, 1.0));
+            }
+            if j + 1 < k {
+                coef.push((self.first_sum + j, -1.0));
+            }
+            out.push(Row {
+                coef,
+                rhs: if j + 1 == k { row.rhs } else { 0.0 },
+                weight,
+            });
+        }
+    }
+}
+
+/// The normal matrix's shape for one network: its rows (long ones as
+/// chains), the unknowns' order (arcs, then the chains' partial sums), the
 /// (full, symmetric) sparsity pattern in that order and its symbolic
 /// Cholesky factorization.
 struct NormalPattern {
+    /// Arcs: the unknowns the caller knows of.
     m: usize,
-    rows: Vec<Vec<usize>>,
+    rows: Vec<(RowKey, Vec<usize>)>,
+    /// The long rows' chains, sorted by key.
+    chains: Vec<(RowKey, Chain)>,
     perm: Vec<usize>,
     pattern: SparsityPattern,
     symbolic: CscSymbolicCholesky,
 }
 
 impl NormalPattern {
-    fn new(m: usize, rows: Vec<Vec<usize>>) -> Self {
+    fn new(m: usize, rows: Vec<(RowKey, Vec<usize>)>) -> Self {
+        let mut unknowns = m;
+        let mut chains = Vec::new();
+        let mut cliques: Vec<Vec<usize>> = Vec::new();
+        for (key, row) in &rows {
+            #[cfg(test)]
+            let long = row.len() > tests::CHAIN_OVER_IN_TEST.with(|c| c.get());
+            #[cfg(not(test))]
+            let long = row.len() > CHAIN_OVER;
+            if !long {
+                cliques.push(row.clone());
+                continue;
+            }
+            let chain = Chain {
+                unknowns: row.clone(),
+                first_sum: unknowns,
+            };
+            unknowns += row.len() - 1;
+            cliques.extend((0..row.len()).map(|j| chain.row_unknowns(j)));
+            chains.push((*key, chain));
+        }
         // Which unknowns share a row (the diagonal included), unnumbered.
-        let mut adjacent: Vec<Vec<usize>> = (0..m).map(|k| vec![k]).collect();
-        for row in &rows {
+        let mut adjacent: Vec<Vec<usize>> = (0..unknowns).map(|k| vec![k]).collect();
+        for row in &cliques {
             for &j in row {
                 adjacent[j].extend(row);
             }
@@ -592,11 +735,11 @@ impl NormalPattern {
             a.dedup();
         }
         let perm = fill_reducing_order(&adjacent);
-        let mut cols: Vec<Vec<usize>> = vec![Vec::new(); m];
+        let mut cols: Vec<Vec<usize>> = vec![Vec::new(); unknowns];
         for (j, a) in adjacent.iter().enumerate() {
             cols[perm[j]] = a.iter().map(|&i| perm[i]).collect();
         }
-        let mut offsets = Vec::with_capacity(m + 1);
+        let mut offsets = Vec::with_capacity(unknowns + 1);
         let mut indices = Vec::new();
         offsets.push(0);
         for mut c in cols {
@@ -604,16 +747,23 @@ impl NormalPattern {
             indices.extend(c);
             offsets.push(indices.len());
         }
-        let pattern = SparsityPattern::try_from_offsets_and_indices(m, m, offsets, indices)
-            .expect("sorted, in range");
+        let pattern =
+            SparsityPattern::try_from_offsets_and_indices(unknowns, unknowns, offsets, indices)
+                .expect("sorted, in range");
         let symbolic = CscSymbolicCholesky::factor(pattern.clone());
         NormalPattern {
             m,
             rows,
+            chains,
             perm,
             pattern,
             symbolic,
         }
+    }
+
+    /// Arcs and partial sums.
+    fn unknowns(&self) -> usize {
+        self.perm.len()
     }
 
     /// Index into the values of entry (row `i`, column `j`), both renumbered.
@@ -637,7 +787,7 @@ thread_local! {
 }
 
 /// The normal pattern of `rows`, from the thread's cache when it was seen.
-fn normal_pattern(m: usize, rows: Vec<Vec<usize>>) -> std::rc::Rc<NormalPattern> {
+fn normal_pattern(m: usize, rows: Vec<(RowKey, Vec<usize>)>) -> std::rc::Rc<NormalPattern> {
     const KEEP: usize = 4;
     NORMALS.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -703,6 +853,94 @@ mod tests {
         /// Eliminates the unknowns in the opposite order: the answer must
         /// not change.
         pub(super) static REVERSED_ORDER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Rows longer than this are chained (CHAIN_OVER unless a test says).
+        pub(super) static CHAIN_OVER_IN_TEST: std::cell::Cell<usize> = const { std::cell::Cell::new(CHAIN_OVER) };
+    }
+
+    #[test]
+    fn chained_rows_give_the_answer_of_the_whole_rows() {
+        // A dispatch block with 40 handlers, each back to it, a few
+        // estimated (to different precisions), one handler calling a
+        // second function linked to it: solved with every row whole, then
+        // with every row over two unknowns chained.
+        let handlers = 40;
+        let n = 2 + handlers;
+        let mut edges = vec![(0, 1)];
+        let mut estimates = vec![None; n];
+        estimates[0] = Some((10.0, 1.0));
+        estimates[1] = Some((1e6, 1e4));
+        for h in 0..handlers {
+            let b = 2 + h;
+            edges.extend([(1, b), (b, 1)]);
+            if h % 3 == 0 {
+                let sd = if h % 2 == 0 { 1e3 } else { 3e5 };
+                estimates[b] = Some((1e6 / handlers as f64 * (1.0 + h as f64 / 20.0), sd));
+            }
+        }
+        let caller = FlowProblem {
+            blocks: n,
+            edges,
+            entries: vec![0],
+            exits: vec![1],
+            estimates,
+            ranges: vec![],
+            floors: vec![],
+        };
+        let callee = FlowProblem {
+            blocks: 2,
+            edges: vec![(0, 1)],
+            entries: vec![0],
+            exits: vec![1],
+            estimates: vec![None, Some((5e4, 5e3))],
+            ranges: vec![],
+            floors: vec![],
+        };
+        let parts = [caller, callee];
+        let links = [Link {
+            callee: 1,
+            entry: 0,
+            sites: vec![(0, 7, 1.0)],
+        }];
+        let whole = {
+            CHAIN_OVER_IN_TEST.with(|c| c.set(usize::MAX));
+            NORMALS.with(|c| c.borrow_mut().clear());
+            solve_with_spread(&parts, &links).unwrap()
+        };
+        let chained = {
+            CHAIN_OVER_IN_TEST.with(|c| c.set(2));
+            NORMALS.with(|c| c.borrow_mut().clear());
+            solve_with_spread(&parts, &links).unwrap()
+        };
+        CHAIN_OVER_IN_TEST.with(|c| c.set(CHAIN_OVER));
+        NORMALS.with(|c| c.borrow_mut().clear());
+        for (p, (w, c)) in whole.freq.iter().zip(&chained.freq).enumerate() {
+            for (b, (x, y)) in w.iter().zip(c).enumerate() {
+                assert!(
+                    (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+                    "part {p} block {b}: {x} whole, {y} chained"
+                );
+            }
+        }
+        for (w, c) in whole
+            .spread
+            .iter()
+            .flatten()
+            .zip(chained.spread.iter().flatten())
+        {
+            // A handler only the ridge splits off has a standard error
+            // larger than all the flow: "unknown" either way.
+            let (x, y) = (w.unwrap(), c.unwrap());
+            let unknown = x > 1e6 && y > 1e6;
+            assert!(
+                unknown || (x - y).abs() <= 1e-3 * x.max(1.0),
+                "spread {x} whole, {y} chained"
+            );
+        }
+        // The handlers share the dispatch's flow; the linked callee's
+        // entry is its site's frequency.
+        let handlers_flow: f64 = whole.freq[0][2..].iter().sum();
+        assert!(close(handlers_flow, whole.freq[0][1]));
+        assert!(close(whole.freq[1][0], whole.freq[0][7]));
     }
 
     #[test]
