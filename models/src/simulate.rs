@@ -845,28 +845,38 @@ impl Steady {
     /// period is not negative. A period is tested once `span + 2p + 1`
     /// iterations have run (and the iterations it measures).
     fn push(&mut self, end: u64, occupancy: u64, in_flight: u64) -> Option<Range<usize>> {
-        if let Some(last) = self.marks.last() {
+        let last = self.marks.last().copied();
+        self.marks.push((end, occupancy, in_flight));
+        let k = self.marks.len();
+        if let Some(last) = last {
             let x = [
                 end.wrapping_sub(last.0),
                 occupancy.wrapping_sub(last.1),
                 in_flight.wrapping_sub(last.2),
             ];
             let r = self.deltas.len();
+            // Each testable period's runs, tested as they are counted
+            // (the smallest period that passes wins; nothing is read
+            // after a pass: the simulation stops).
             for p in 1..=self.eligible {
                 let then = &self.deltas[r - p];
                 let same_end = x[0] == then[0];
-                self.run_end[p - 1] = if same_end { self.run_end[p - 1] + 1 } else { 0 };
-                self.run_all[p - 1] = if same_end && x[1] == then[1] && x[2] == then[2] {
+                let run_end = if same_end { self.run_end[p - 1] + 1 } else { 0 };
+                let run_all = if same_end && x[1] == then[1] && x[2] == then[2] {
                     self.run_all[p - 1] + 1
                 } else {
                     0
                 };
+                self.run_end[p - 1] = run_end;
+                self.run_all[p - 1] = run_all;
+                if self.passes(p, k) {
+                    return Some((k - Self::MEASURE_OF[p])..k);
+                }
             }
             self.deltas.push(x);
         }
-        self.marks.push((end, occupancy, in_flight));
-        let k = self.marks.len();
         // Periods that become testable now: their runs counted back once.
+        let tested = self.eligible;
         while self.eligible < Self::MAX_PERIOD {
             let p = self.eligible + 1;
             let span = self.span(p);
@@ -891,19 +901,20 @@ impl Steady {
             self.run_all[p - 1] = same_all;
             self.eligible = p;
         }
-        let e = &self.marks;
-        for p in 1..=self.eligible {
-            let span = self.span(p);
-            if self.run_end[p - 1] < span || self.run_all[p - 1] + 1 < span {
-                continue;
-            }
-            // The growth over a period may not be negative.
-            if e[k - 1].1 < e[k - 1 - p].1 || e[k - 1].2 < e[k - 1 - p].2 {
-                continue;
-            }
-            return Some((k - Self::MEASURE_OF[p])..k);
+        (tested + 1..=self.eligible)
+            .find(|&p| self.passes(p, k))
+            .map(|p| (k - Self::MEASURE_OF[p])..k)
+    }
+
+    /// Whether period `p`'s runs cover its span, over `k` iterations, and
+    /// the growth of the other marks over the last period is not negative.
+    fn passes(&self, p: usize, k: usize) -> bool {
+        let span = self.span(p);
+        if self.run_end[p - 1] < span || self.run_all[p - 1] + 1 < span {
+            return false;
         }
-        None
+        let e = &self.marks;
+        e[k - 1].1 >= e[k - 1 - p].1 && e[k - 1].2 >= e[k - 1 - p].2
     }
 
     /// Stopped before a steady state: the second half of what completed.
