@@ -660,10 +660,14 @@ pub fn render(r: &CulpritReport) -> String {
         if row.freq_upper_bound { "<=" } else { "" },
         row.freq.map_or("-".into(), crate::views::cpi_text::si),
         row.confidence.as_str(),
-        row.cpi.map_or("-".into(), |c| format!("{c:.2}")),
+        row.cpi
+            .filter(|_| crate::views::cpi_text::ran(row.freq))
+            .map_or("-".into(), |c| format!("{c:.2}")),
         row.best_cpi,
         row.static_stall,
-        row.dynamic_stall.map_or("-".into(), |c| format!("{c:+.2}"))
+        row.dynamic_stall
+            .filter(|_| crate::views::cpi_text::ran(row.freq))
+            .map_or("-".into(), |c| format!("{c:+.2}"))
     );
     if let Some(t) = r.dynamic_cycles_total {
         let _ = writeln!(

@@ -45,8 +45,17 @@ pub const LEGEND: &str = "static stall marks: d register dependency, c loop-carr
 m store forwarding, p port contention, u unit busy (divider), w dispatch width, r ROB full, \
 f front end";
 
+/// Cycles per execution are only worth printing for code estimated to
+/// have run at least once: a loop whose trip count no sample informs can
+/// come out at 1e-4 runs, and its samples' cycles over that print as a CPI
+/// of 1e12 (the report keeps the number: its culprits' shares rest on it).
+pub fn ran(freq: Option<f64>) -> bool {
+    freq.is_some_and(|f| f >= 1.0)
+}
+
 fn insn_line(out: &mut String, r: &InsnRow, time_event: Option<&str>, min: Confidence) {
     let shown = r.confidence >= min;
+    let per_run = shown && ran(r.freq);
     let samples = time_event
         .and_then(|e| r.samples.get(e))
         .copied()
@@ -58,14 +67,14 @@ fn insn_line(out: &mut String, r: &InsnRow, time_event: Option<&str>, min: Confi
         samples,
         opt(r.freq, shown, |f| bounded(f, r.freq_upper_bound)),
         r.confidence.as_str(),
-        opt(r.cpi, shown, |c| format!("{c:.2}")),
+        opt(r.cpi, per_run, |c| format!("{c:.2}")),
         format!("{:.2}", r.best_cpi),
         if r.static_marks.is_empty() {
             "".to_string()
         } else {
             r.static_marks.clone()
         },
-        opt(r.dynamic_stall, shown, |c| format!("{c:+.2}")),
+        opt(r.dynamic_stall, per_run, |c| format!("{c:+.2}")),
         r.instruction
     );
 }
@@ -164,7 +173,7 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
             opt(b.freq, shown, |f| bounded(f, b.freq_upper_bound)),
             b.confidence.as_str(),
             b.best_cycles,
-            opt(b.actual_cycles, shown, |c| format!("{c:.2}")),
+            opt(b.actual_cycles, shown && ran(b.freq), |c| format!("{c:.2}")),
             if tags.is_empty() {
                 String::new()
             } else {
