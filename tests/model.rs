@@ -84,6 +84,18 @@ fn blocks_from_assembly_and_from_an_image() {
     assert!(v["instructions"].as_u64().unwrap() > 5);
     let first = v["insns"][0]["addr"].as_u64().unwrap();
     assert!(first > 0x1000, "ELF virtual addresses: {first:#x}");
+    // Stripped, its symbols in a separate debug file (.gnu_debuglink):
+    // main by name again, the same code.
+    let split = model(&[
+        "--image",
+        &workload("loop-debuglink"),
+        "--func",
+        "main",
+        "--cpu",
+        "golden-cove",
+    ]);
+    assert_eq!(split["insns"][0]["addr"], v["insns"][0]["addr"], "{split}");
+    assert_eq!(split["instructions"], v["instructions"]);
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! Procedures of an ELF image: from .symtab, else .dynsym with Prospect's
-//! bracketing (`recv->recvfrom` for a hit between two exported symbols),
-//! else .eh_frame FDE ranges; PLT entries named `func@plt`. Addresses are
-//! ELF virtual addresses, as objdump shows them.
+//! Procedures of an ELF image: from .symtab, else the .symtab of its
+//! separate debug file (by build-id or .gnu_debuglink: a stripped
+//! library's `-dbg` package), else .dynsym with Prospect's bracketing
+//! (`recv->recvfrom` for a hit between two exported symbols), else
+//! .eh_frame FDE ranges; PLT entries named `func@plt`. Addresses are ELF
+//! virtual addresses, as objdump shows them.
 
 use crate::demangle::demangle;
 use crate::error::{AnalyzeError, Result};
@@ -11,6 +13,8 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTab
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SymbolSource {
     Symtab,
+    /// The .symtab of the image's separate debug file.
+    DebugFile,
     Dynsym,
     EhFrame,
     None,
@@ -72,19 +76,46 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn functions<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Func> {
-    let mut v: Vec<Func> = syms
+    let mut v: Vec<(Func, bool)> = syms
         .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.address() != 0)
         .filter_map(|s| {
-            Some(Func {
+            let f = Func {
                 start: s.address(),
                 size: s.size(),
                 name: s.name().ok()?.to_string(),
-            })
+            };
+            Some((f, s.is_global()))
         })
         .collect();
-    // Prefer sized, global names when several symbols share an address.
-    v.sort_by(|a, b| a.start.cmp(&b.start).then(b.size.cmp(&a.size)));
-    v.dedup_by_key(|f| f.start);
+    // Several names for one address (a debug file's .symtab holds glibc's
+    // `malloc`, `__libc_malloc`, `__GI___libc_malloc`): the sized one, then
+    // the global, then the plainest (fewest leading underscores, not an
+    // internal `__GI_` alias, shortest) — the name a user calls it by.
+    let plain = |n: &str| {
+        (
+            n.starts_with("__GI_"),
+            n.len() - n.trim_start_matches('_').len(),
+            n.len(),
+        )
+    };
+    v.sort_by(|(a, ga), (b, gb)| {
+        a.start
+            .cmp(&b.start)
+            .then(b.size.cmp(&a.size))
+            .then(gb.cmp(ga))
+            .then_with(|| plain(&a.name).cmp(&plain(&b.name)))
+    });
+    v.dedup_by_key(|(f, _)| f.start);
+    v.into_iter().map(|(f, _)| f).collect()
+}
+
+/// (start, size) of each sized data object, sorted.
+fn data_objects<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = syms
+        .filter(|s| s.kind() == SymbolKind::Data && s.is_definition() && s.size() > 0)
+        .map(|s| (s.address(), s.size()))
+        .collect();
+    v.sort_unstable();
     v
 }
 
@@ -158,7 +189,49 @@ impl ElfSymbols {
             detail,
         };
         let data = std::fs::read(path).map_err(|e| err(e.to_string()))?;
-        Self::parse(&data).map_err(err)
+        Self::parse_at(path, &data).map_err(err)
+    }
+
+    /// Parses the image at `path` whose bytes are `data`; without a
+    /// .symtab of its own (a stripped library), takes the one of its
+    /// separate debug file when one is installed and its build-id agrees
+    /// (libc's internal `__memmove_avx_unaligned_erms` rather than the
+    /// bracket `__nss_database_lookup->__libc_freeres`).
+    pub fn parse_at(path: &str, data: &[u8]) -> std::result::Result<Self, String> {
+        let mut syms = Self::parse(data)?;
+        if syms.source != SymbolSource::Symtab {
+            if let Some(debug) = crate::source_lines::find_debug_file(path, data) {
+                syms.take_debug_symbols(&debug);
+            }
+        }
+        Ok(syms)
+    }
+
+    /// Functions and data objects from the debug file at `debug`, if it
+    /// has them and belongs to this image.
+    fn take_debug_symbols(&mut self, debug: &std::path::Path) {
+        let Ok(bytes) = std::fs::read(debug) else {
+            return;
+        };
+        let Ok(file) = object::File::parse(&*bytes) else {
+            return;
+        };
+        let theirs = file.build_id().ok().flatten().map(hex);
+        if let (Some(a), Some(b)) = (theirs.as_deref(), self.build_id.as_deref()) {
+            if a != b {
+                return;
+            }
+        }
+        let Some(table) = file.symbol_table() else {
+            return;
+        };
+        let funcs = functions(table.symbols());
+        if funcs.is_empty() {
+            return;
+        }
+        self.funcs = funcs;
+        self.objects = data_objects(table.symbols());
+        self.source = SymbolSource::DebugFile;
     }
 
     /// Parses an image in memory.
@@ -205,17 +278,11 @@ impl ElfSymbols {
         if plt.len() == 2 {
             plt.remove(0);
         }
-        let mut objects: Vec<(u64, u64)> = file
+        let objects = file
             .symbol_table()
             .or_else(|| file.dynamic_symbol_table())
-            .map(|t| {
-                t.symbols()
-                    .filter(|s| s.kind() == SymbolKind::Data && s.is_definition() && s.size() > 0)
-                    .map(|s| (s.address(), s.size()))
-                    .collect()
-            })
+            .map(|t| data_objects(t.symbols()))
             .unwrap_or_default();
-        objects.sort_unstable();
         Ok(ElfSymbols {
             build_id,
             source,

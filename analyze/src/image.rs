@@ -59,7 +59,7 @@ impl ElfImage {
                 "{e} (the image must be at the path it was profiled from)"
             ))
         })?;
-        let symbols = ElfSymbols::parse(data.bytes()).map_err(err)?;
+        let symbols = ElfSymbols::parse_at(path, data.bytes()).map_err(err)?;
         if let (Some(want), Some(have)) = (want_build_id, symbols.build_id.as_deref()) {
             if want != have {
                 return Err(err(format!(

@@ -1,10 +1,10 @@
 //! dcpi-analyze: offline analysis of dcpi profile databases.
 //!
-//! - Images and their procedures (ELF .symtab, .dynsym with Prospect's
-//!   bracketing, .eh_frame FDE ranges, PLT entries, Rust/C++ demangling; the
-//!   kernel through /proc/kallsyms), source lines from DWARF (addr2line, with
-//!   separate debug files by build-id or .gnu_debuglink), and the `prof`
-//!   model.
+//! - Images and their procedures (ELF .symtab — the image's own, else its
+//!   separate debug file's —, .dynsym with Prospect's bracketing, .eh_frame
+//!   FDE ranges, PLT entries, Rust/C++ demangling; the kernel through
+//!   /proc/kallsyms), source lines from DWARF (addr2line), separate debug
+//!   files found by build-id or .gnu_debuglink, and the `prof` model.
 //! - Instruction level: disassembly (iced-x86, AT&T or Intel), per-function
 //!   CFGs ([`cfg`]: jump tables, tail and noreturn calls, dominators,
 //!   post-dominators, loops, frequency-equivalence classes), frequencies from

@@ -77,13 +77,27 @@ pub fn workloads() -> &'static Path {
             &format!("-Wl,-rpath,{}", out.display()),
         ]);
         std::fs::copy(out.join("loop"), out.join("loop-stripped")).unwrap();
-        for stripped in ["uselib", "loop-stripped"] {
+        std::fs::copy(out.join("loop"), out.join("loop-debuglink")).unwrap();
+        for stripped in ["uselib", "loop-stripped", "loop-debuglink"] {
             let st = Command::new("strip")
                 .arg(out.join(stripped))
                 .status()
                 .unwrap();
             assert!(st.success());
         }
+        // A stripped binary whose symbols and DWARF are in a separate
+        // debug file next to it, named by .gnu_debuglink (as a -dbg
+        // package ships them).
+        let objcopy = |args: &[&str]| {
+            let st = Command::new("objcopy")
+                .args(args)
+                .current_dir(&out)
+                .status()
+                .expect("objcopy (binutils) is needed for the tests");
+            assert!(st.success(), "objcopy {args:?}");
+        };
+        objcopy(&["--only-keep-debug", "loop", "loop.debug"]);
+        objcopy(&["--add-gnu-debuglink=loop.debug", "loop-debuglink"]);
         out
     })
 }
