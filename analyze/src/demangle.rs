@@ -8,9 +8,10 @@ pub fn demangle(name: &str) -> String {
         _ => (name, ""),
     };
     // Legacy Rust symbols end in a 17h<hash>E segment, possibly followed by
-    // a compiler suffix (`.llvm.1234`).
-    let core = base.split('.').next().unwrap_or(base);
-    let rust_legacy = core.starts_with("_ZN") && core.contains("17h") && core.ends_with('E');
+    // a compiler suffix (`.llvm.1234`); their escapes hold dots too
+    // (`_ZN103_$LT$alloc..vec..into_iter..`): rustc-demangle itself tells
+    // them from C++ names.
+    let rust_legacy = base.starts_with("_ZN") && base.contains("17h");
     if base.starts_with("_R") || rust_legacy {
         if let Ok(d) = rustc_demangle::try_demangle(base) {
             return format!("{d:#}{version}");
@@ -47,6 +48,18 @@ mod tests {
                 "_ZN4core4hash3sip6Hasher5write17h042f9d37684ba7c8E.llvm.12758470801792646851"
             ),
             "core::hash::sip::Hasher::write"
+        );
+        assert_eq!(
+            demangle(
+                "_ZN103_$LT$alloc..vec..into_iter..IntoIter$LT$T$C$A$GT$$u20$as$u20$core..iter..traits..iterator..Iterator$GT$4fold17h62f9e3ec07356c7fE"
+            ),
+            "<alloc::vec::into_iter::IntoIter<T,A> as core::iter::traits::iterator::Iterator>::fold"
+        );
+        assert_eq!(
+            demangle(
+                "_ZN4core3ptr54drop_in_place$LT$dcpi_models..schedule..InsnTiming$GT$17h6b7e9f1c877514deE.llvm.12767817787943133648"
+            ),
+            "core::ptr::drop_in_place<dcpi_models::schedule::InsnTiming>"
         );
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("memcpy@@GLIBC_2.14"), "memcpy@@GLIBC_2.14");
