@@ -2,7 +2,7 @@
 //! [`ElfSymbols`] (refusing an image whose build-id no longer matches),
 //! kernel images through [`KernelSymbols`], unknown regions as `[unknown]`.
 
-use crate::elf_symbols::ElfSymbols;
+use crate::elf_symbols::{ElfSymbols, SymbolSource};
 use crate::kernel_symbols::KernelSymbols;
 use dcpi_collect::db::reader::ImageRow;
 use std::collections::HashMap;
@@ -14,6 +14,8 @@ pub struct Symbolizer {
     warnings: Vec<String>,
     /// Where to look for images first (`--symfs`).
     symfs: Option<std::path::PathBuf>,
+    /// Images whose bracketed names have been explained.
+    bracketed: std::collections::HashSet<i64>,
 }
 
 impl Symbolizer {
@@ -67,7 +69,15 @@ impl Symbolizer {
                 };
                 match syms.vaddr_of_offset(offset) {
                     Some(v) => match syms.procedure(v) {
-                        Some(p) => (p.name, Some(p.start)),
+                        Some(p) => {
+                            if syms.source == SymbolSource::Dynsym && p.name.contains("->") {
+                                let hint = bracket_hint(&img.path, syms.build_id.as_deref());
+                                if self.bracketed.insert(img.id) {
+                                    self.warnings.push(hint);
+                                }
+                            }
+                            (p.name, Some(p.start))
+                        }
                         None => (format!("[{}+{v:#x}]", basename(&img.path)), None),
                     },
                     None => (format!("[{}+off {offset:#x}]", basename(&img.path)), None),
@@ -100,6 +110,39 @@ impl Symbolizer {
     }
 }
 
+/// Why a stripped image's names read `a->b`, and how to get real ones.
+fn bracket_hint(path: &str, build_id: Option<&str>) -> String {
+    let debug = match build_id {
+        Some(id) if id.len() > 2 => format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug was not found",
+            &id[..2],
+            &id[2..]
+        ),
+        _ => "no debug file was found".to_string(),
+    };
+    format!(
+        "{path} has no symbol table ({debug}): a name `a->b` is code between the exported \
+         symbols a and b; install its debug symbols (Debian: the library's -dbg or -dbgsym \
+         package) for the real names"
+    )
+}
+
 fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bracket_hint;
+
+    #[test]
+    fn bracketed_names_say_where_the_debug_file_was_looked_for() {
+        let h = bracket_hint("/usr/lib/libc.so.6", Some("93ac61ec"));
+        assert!(
+            h.contains("/usr/lib/debug/.build-id/93/ac61ec.debug was not found"),
+            "{h}"
+        );
+        assert!(h.contains("`a->b`") && h.contains("-dbgsym"), "{h}");
+        assert!(bracket_hint("/x.so", None).contains("no debug file was found"));
+    }
 }
