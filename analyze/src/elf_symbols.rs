@@ -109,6 +109,11 @@ fn functions<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Func
     v.into_iter().map(|(f, _)| f).collect()
 }
 
+/// A demangled name without its argument list (`ns::f(int)` -> `ns::f`).
+pub fn base_name(name: &str) -> &str {
+    name.split('(').next().unwrap_or(name)
+}
+
 /// (start, size) of each sized data object, sorted.
 fn data_objects<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<(u64, u64)> {
     let mut v: Vec<(u64, u64)> = syms
@@ -210,10 +215,13 @@ impl ElfSymbols {
     /// Functions and data objects from the debug file at `debug`, if it
     /// has them and belongs to this image.
     fn take_debug_symbols(&mut self, debug: &std::path::Path) {
-        let Ok(bytes) = std::fs::read(debug) else {
+        let Some(bytes) = debug
+            .to_str()
+            .and_then(|p| crate::image::FileBytes::open(p).ok())
+        else {
             return;
         };
-        let Ok(file) = object::File::parse(&*bytes) else {
+        let Ok(file) = object::File::parse(bytes.bytes()) else {
             return;
         };
         let theirs = file.build_id().ok().flatten().map(hex);
@@ -329,6 +337,23 @@ impl ElfSymbols {
                 self.funcs.get(i + 1).map_or(text_end, |n| n.start)
             },
         }
+    }
+
+    /// The first function (by address) called `query`: its symbol-table
+    /// name, its demangled name, or that without its argument list. Only
+    /// mangled names are demangled (a C library's 10 K symbols are compared
+    /// as they are).
+    pub fn function_named(&self, query: &str) -> Option<FunctionRange> {
+        let end = self.text_end();
+        (0..self.funcs.len()).find_map(|i| {
+            let raw = &self.funcs[i].name;
+            let hit = raw == query
+                || ((raw.starts_with("_Z") || raw.starts_with("_R")) && {
+                    let d = demangle(raw);
+                    d == query || base_name(&d) == query
+                });
+            hit.then(|| self.range_of(i, end))
+        })
     }
 
     /// Every function with a known extent (PLT entries excluded), by address.

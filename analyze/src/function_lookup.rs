@@ -65,7 +65,7 @@ pub fn locate(
         });
     }
     let mut found = Vec::new();
-    let mut names = Vec::new();
+    let mut missed = Vec::new();
     let mut problems = Vec::new();
     for (row, _) in profile.images_with_samples(filter)? {
         let image = match open_image(profile, &row) {
@@ -75,19 +75,24 @@ pub fn locate(
                 continue;
             }
         };
-        match image.find_function(func) {
-            Ok(f) => found.push(Located {
+        match image.has_function(func) {
+            Some(f) => found.push(Located {
                 row,
                 image,
                 function: f,
             }),
-            Err(_) => {
-                if parse_address(func).is_none() {
-                    names.extend(image.symbols.functions().into_iter().map(|f| f.name));
-                }
-            }
+            None => missed.push(image),
         }
     }
+    // Every image's names, for the closest ones: only when none has it.
+    let names: Vec<String> = if found.is_empty() && parse_address(func).is_none() {
+        missed
+            .iter()
+            .flat_map(|i| i.symbols.functions().into_iter().map(|f| f.name))
+            .collect()
+    } else {
+        Vec::new()
+    };
     // An address may fall in several images' ranges; keep those with samples there.
     if found.len() > 1 && parse_address(func).is_some() {
         let mut with = Vec::new();

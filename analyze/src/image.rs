@@ -21,13 +21,13 @@ pub struct ElfImage {
 /// A file's bytes: mapped (a 23 MB library is read in pieces as the
 /// analysis touches them, not all at once), or read when it cannot be
 /// mapped (an empty file, a file system without mmap).
-enum FileBytes {
+pub(crate) enum FileBytes {
     Mapped(memmap2::Mmap),
     Read(Vec<u8>),
 }
 
 impl FileBytes {
-    fn open(path: &str) -> std::io::Result<Self> {
+    pub(crate) fn open(path: &str) -> std::io::Result<Self> {
         let file = std::fs::File::open(path)?;
         // Safety: the mapping is read-only and private to this process; an
         // image rewritten in place while it is analyzed can fault (SIGBUS),
@@ -39,7 +39,7 @@ impl FileBytes {
         }
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             FileBytes::Mapped(m) => m,
             FileBytes::Read(v) => v,
@@ -125,19 +125,23 @@ impl ElfImage {
                 AnalyzeError::Usage(format!("no function of {} holds {addr:#x}", self.path))
             });
         }
-        let funcs = self.symbols.functions();
-        let exact: Vec<&FunctionRange> = funcs
-            .iter()
-            .filter(|f| f.name == query || f.raw_name == query || base_name(&f.name) == query)
-            .collect();
-        if let Some(f) = exact.first() {
-            return Ok((*f).clone());
+        if let Some(f) = self.symbols.function_named(query) {
+            return Ok(f);
         }
+        let funcs = self.symbols.functions();
         Err(AnalyzeError::Usage(format!(
             "no function '{query}' in {}; closest: {}",
             self.path,
             closest(funcs.iter().map(|f| f.name.as_str()), query).join(", ")
         )))
+    }
+
+    /// [`Self::find_function`] without the closest names when there is none.
+    pub fn has_function(&self, query: &str) -> Option<FunctionRange> {
+        match parse_address(query) {
+            Some(addr) => self.symbols.function_at(addr),
+            None => self.symbols.function_named(query),
+        }
     }
 }
 
@@ -147,10 +151,7 @@ pub fn parse_address(s: &str) -> Option<u64> {
     u64::from_str_radix(h, 16).ok()
 }
 
-/// A demangled name without its argument list (`ns::f(int)` -> `ns::f`).
-fn base_name(name: &str) -> &str {
-    name.split('(').next().unwrap_or(name)
-}
+use crate::elf_symbols::base_name;
 
 /// The five names closest to `query` (edit distance, substrings first).
 pub fn closest<'a>(names: impl Iterator<Item = &'a str>, query: &str) -> Vec<String> {
