@@ -506,14 +506,14 @@ fn solve_once(
         }
     };
     let mut chained = vec![false; normal.chains.len()];
-    let mut links_of_chain: Vec<Row> = Vec::new();
+    let mut chain_rows: Vec<Row> = Vec::new();
     for (row, chain) in &rows {
         match *chain {
             Some(c) => {
                 chained[c] = true;
-                links_of_chain.clear();
-                normal.chains[c].1.rows(row, &mut links_of_chain);
-                links_of_chain.iter().for_each(&mut add);
+                chain_rows.clear();
+                normal.chains[c].1.rows(row, &mut chain_rows);
+                chain_rows.iter().for_each(&mut add);
             }
             None => add(row),
         }
