@@ -98,8 +98,10 @@ pub enum RepeatMode {
 #[derive(Debug, Clone, Serialize)]
 pub struct Bounds {
     pub dispatch: f64,
+    /// Cycles per iteration the ports need at least: over every group of
+    /// ports, the µops that can only run there over the group's size.
     pub ports: f64,
-    /// Busiest port under the greedy assignment.
+    /// The group of ports that bound is on (`alu0` or `alu0,alu1,alu2,alu3`).
     pub busiest_port: String,
     pub dependency_chain: f64,
     pub front_end: f64,
@@ -455,37 +457,28 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let dispatch = slots as f64 / machine.dispatch_width as f64;
     let bytes: usize = shapes.iter().map(|s| s.len).sum();
     let front_end = bytes as f64 / machine.decode_bytes.max(16) as f64;
-    let mut load = vec![0f64; port_names.len().max(1)];
-    // (port set, occupancy) of each µop, narrowest sets first.
-    let mut per_port: Vec<(&[usize], f64)> = Vec::new();
+    let mut uops: Vec<(u64, f64)> = Vec::new();
     for s in 0..n {
         let dy = &g.dyns[half * n + s];
         for u in dy.uops.iter() {
             let uo = &g.uops[u as usize];
-            let set = &g.port_sets[uo.ports as usize];
-            if !set.is_empty() {
-                per_port.push((set, uo.occupancy as f64));
+            let set = g.port_sets[uo.ports as usize]
+                .iter()
+                .fold(0u64, |m, &p| m | 1 << p);
+            if set != 0 {
+                uops.push((set, uo.occupancy as f64));
             }
         }
     }
-    per_port.sort_by_key(|(p, _)| p.len());
-    for (ports, occ) in per_port {
-        let p = ports
-            .iter()
-            .copied()
-            .min_by(|a, b| load[*a].total_cmp(&load[*b]))
-            .expect("non-empty");
-        load[p] += occ;
-    }
-    let (bp, ports_bound) =
-        load.iter().enumerate().fold(
-            (0, 0.0),
-            |acc, (i, &l)| if l > acc.1 { (i, l) } else { acc },
-        );
+    let (busiest, ports_bound) = port_bound(&uops);
     let bounds = Bounds {
         dispatch,
         ports: ports_bound,
-        busiest_port: port_names.get(bp).cloned().unwrap_or_default(),
+        busiest_port: (0..port_names.len())
+            .filter(|p| busiest >> p & 1 == 1)
+            .map(|p| port_names[p].as_str())
+            .collect::<Vec<_>>()
+            .join(","),
         dependency_chain: chain,
         front_end,
     };
@@ -549,9 +542,82 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     }
 }
 
+/// The ports' bound on cycles per iteration: the most, over groups of
+/// ports, of the occupancy of the µops that can only run in the group over
+/// the group's size (a µop of `(port mask, occupancy)` counts in every
+/// group holding its whole set). The most is reached at a union of the
+/// µops' sets, so only those are tried (a block has a few distinct sets;
+/// over 10, each set and all of them). Returns the group's mask and the bound.
+///
+/// An iteration's µops assigned greedily to their least-loaded port said
+/// one `cmp`+`jb` needed a whole cycle on `alu0`, while four ALUs share it.
+fn port_bound(uops: &[(u64, f64)]) -> (u64, f64) {
+    // Occupancy per distinct set.
+    let mut sets: Vec<(u64, f64)> = Vec::new();
+    for &(set, occ) in uops {
+        match sets.iter_mut().find(|s| s.0 == set) {
+            Some(s) => s.1 += occ,
+            None => sets.push((set, occ)),
+        }
+    }
+    let load_of = |group: u64| -> f64 {
+        sets.iter()
+            .filter(|(set, _)| set & !group == 0)
+            .map(|s| s.1)
+            .sum()
+    };
+    let mut best = (0u64, 0.0f64);
+    let mut consider = |group: u64| {
+        let bound = load_of(group) / group.count_ones() as f64;
+        if bound > best.1 || (bound == best.1 && group.count_ones() < best.0.count_ones()) {
+            best = (group, bound);
+        }
+    };
+    if sets.len() > 10 {
+        sets.iter().for_each(|s| consider(s.0));
+        consider(sets.iter().fold(0, |g, s| g | s.0));
+    } else {
+        for pick in 1u32..(1 << sets.len()) {
+            let group = (0..sets.len())
+                .filter(|k| pick >> k & 1 == 1)
+                .fold(0u64, |g, k| g | sets[k].0);
+            consider(group);
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_port_bound_shares_a_set_among_its_ports() {
+        let (alu, imul, load) = (0b1_1110u64, 0b10u64, 0b110_0000u64);
+        // One µop that four ALUs can run: a quarter cycle, on all four.
+        assert_eq!(port_bound(&[(alu, 1.0)]), (alu, 0.25));
+        // An imul only port 1 runs outweighs three adds over the ALUs.
+        assert_eq!(
+            port_bound(&[(imul, 1.0), (alu, 1.0), (alu, 1.0), (alu, 1.0)]),
+            (imul, 1.0)
+        );
+        // Five adds and an imul: the imul's port is in the ALUs' group.
+        let six = [
+            (imul, 1.0),
+            (alu, 1.0),
+            (alu, 1.0),
+            (alu, 1.0),
+            (alu, 1.0),
+            (alu, 1.0),
+        ];
+        assert_eq!(port_bound(&six), (alu, 1.5));
+        // Three loads on two load ports beside an add.
+        assert_eq!(
+            port_bound(&[(load, 1.0), (load, 1.0), (load, 1.0), (alu, 1.0)]),
+            (load, 1.5)
+        );
+        assert_eq!(port_bound(&[]), (0, 0.0));
+    }
     use crate::block::{decode, parse_hex};
 
     #[test]
