@@ -127,7 +127,7 @@ const MECHANISMS: &[MechanismProbe] = &[
         code: &[0x88, 0x43, 0x08, 0x8a, 0x43, 0x08],
     },
     MechanismProbe {
-        field: "store_forward_latency",
+        field: "store_forward_latency_vector",
         what: "movq %xmm0,8(%rbx); movq 8(%rbx),%xmm0 (xmm round trip)",
         code: &[0x66, 0x0f, 0xd6, 0x43, 0x08, 0xf3, 0x0f, 0x7e, 0x43, 0x08],
     },

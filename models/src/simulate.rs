@@ -644,7 +644,8 @@ impl<'a> Graph<'a> {
                     } else {
                         self.push_dep(data, DepWhy::Forward(st));
                         // From the store data's issue to the load's result.
-                        latency = m.store_forward_latency.saturating_sub(1).max(1);
+                        let vector = shapes[st].vector_mem || sh.vector_mem;
+                        latency = m.forward_latency(vector).saturating_sub(1).max(1);
                     }
                 }
                 load_uop = Some(self.push_uop(id, load_ports, latency, 1, from));
