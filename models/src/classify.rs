@@ -46,7 +46,11 @@ pub const CLASSES: &[&str] = &[
     "gpr_vec",
     "vec512_alu",
     "vec512_fp",
+    "load_forwarded",
 ];
+
+/// Classes a description may leave out (the model then does without).
+pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded"];
 
 /// A register as the dependency tracker sees it (full width; FLAGS = 1000).
 pub type Reg = u16;

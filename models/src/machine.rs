@@ -1,7 +1,7 @@
 //! Machine descriptions: one TOML file per microarchitecture in
 //! `models/machines/` (bundled into the binary), each figure with its source.
 
-use crate::classify::CLASSES;
+use crate::classify::{CLASSES, OPTIONAL_CLASSES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -135,7 +135,7 @@ impl Machine {
             detail: e.to_string(),
         })?;
         for c in CLASSES {
-            if !m.classes.contains_key(*c) {
+            if !m.classes.contains_key(*c) && !OPTIONAL_CLASSES.contains(c) {
                 return Err(MachineError::Invalid {
                     name: name.into(),
                     detail: format!("class '{c}' is missing"),
@@ -230,6 +230,11 @@ impl Machine {
             .get(name)
             .or_else(|| self.classes.get("alu"))
             .expect("alu is required")
+    }
+
+    /// Whether the description names the class (others fall back to `alu`).
+    pub fn has_class(&self, name: &str) -> bool {
+        self.classes.contains_key(name)
     }
 
     /// A class's cost, to change it (a calibrated copy's latencies).

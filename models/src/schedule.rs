@@ -916,6 +916,19 @@ mod tests {
     }
 
     #[test]
+    fn zen4_serves_one_load_per_cycle_from_stores_in_flight() {
+        // Measured here: a store and a load of the same address (renamed or
+        // forwarded) 1.00 cycles a pair, two pairs 2.00, a byte pair 1.00;
+        // the load from another address of the line 0.67 (three AGUs).
+        assert_eq!(cpi("48 89 43 08 48 8b 4b 08", "zen4"), 1.0);
+        assert_eq!(cpi("48 89 43 08 48 8b 4b 08 48 89 53 10 48 8b 73 10", "zen4"), 2.0);
+        assert_eq!(cpi("88 43 08 8a 4b 08", "zen4"), 1.0);
+        assert!((cpi("48 89 43 08 48 8b 4b 10", "zen4") - 2.0 / 3.0).abs() < 0.01);
+        // A description without `load_forwarded` has no such limit.
+        assert!((cpi("48 89 43 08 48 8b 4b 08", "zen5") - 1.0).abs() > 0.1);
+    }
+
+    #[test]
     fn xmm_round_trips_through_memory_take_their_own_latency() {
         // Measured with `dcpi calibrate`: movq %xmm0,8(%rbx); movq
         // 8(%rbx),%xmm0 9.00 cycles on Zen 4 (8.99 on Zen 3), while a byte

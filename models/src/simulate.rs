@@ -157,6 +157,8 @@ pub(crate) struct Graph<'a> {
     costs: Vec<StaticCost<'a>>,
     store_addr_class: &'a ClassCost,
     store_addr_ports: u16,
+    /// Ports of a load whose value a store in flight gives (see `load_forwarded`).
+    forwarded_load_ports: Option<u16>,
     store_data_ports: u16,
     /// Nop fusion applies: the machine does it and the block has something
     /// besides nops (a block of nops only would alternate between
@@ -326,6 +328,11 @@ impl<'a> Graph<'a> {
             .collect();
         let (store_addr_class, store_addr_ports) = class_of("store_addr");
         let store_data_ports = class_of("store_data").1;
+        // Where the description says so, a load that gets its value from a
+        // store in flight (forwarded or renamed) runs on its own ports.
+        let forwarded_load_ports = m
+            .has_class("load_forwarded")
+            .then(|| class_of("load_forwarded").1);
         // The arrays of the thread's previous graph, emptied.
         let mut arrays = GRAPH_ARRAYS.with(|a| std::mem::take(&mut *a.borrow_mut()));
         arrays.clear();
@@ -340,6 +347,7 @@ impl<'a> Graph<'a> {
             store_addr_class,
             store_addr_ports,
             store_data_ports,
+            forwarded_load_ports,
             nop_fusion: m.nop_fusion && shapes.iter().any(|sh| !sh.is_nop),
             m,
             shapes,
@@ -606,6 +614,7 @@ impl<'a> Graph<'a> {
                 let from = self.deps.len() as u32;
                 self.push_reg_deps(&sh.addr_reads);
                 let mut latency = load_latency;
+                let mut forwarded = false;
                 let found = if addr_known {
                     self.stores
                         .iter()
@@ -616,6 +625,7 @@ impl<'a> Graph<'a> {
                     None
                 };
                 if let Some((data, st)) = found {
+                    forwarded = true;
                     let stack =
                         matches!(addr.base, iced_x86::Register::RSP | iced_x86::Register::RBP)
                             && addr.index == iced_x86::Register::None;
@@ -649,6 +659,12 @@ impl<'a> Graph<'a> {
                     }
                 }
                 load_uop = Some(self.push_uop(id, load_ports, latency, 1, from));
+                if let (true, Some(ports)) = (forwarded, self.forwarded_load_ports) {
+                    // Its turn at the one-per-cycle forwarding path, beside
+                    // the load port it still takes.
+                    let from = self.deps.len() as u32;
+                    self.push_uop(id, ports, 0, 1, from);
+                }
             }
             let fused_branch = s > 0
                 && sh.cond_branch
