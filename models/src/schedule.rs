@@ -921,7 +921,10 @@ mod tests {
         // forwarded) 1.00 cycles a pair, two pairs 2.00, a byte pair 1.00;
         // the load from another address of the line 0.67 (three AGUs).
         assert_eq!(cpi("48 89 43 08 48 8b 4b 08", "zen4"), 1.0);
-        assert_eq!(cpi("48 89 43 08 48 8b 4b 08 48 89 53 10 48 8b 73 10", "zen4"), 2.0);
+        assert_eq!(
+            cpi("48 89 43 08 48 8b 4b 08 48 89 53 10 48 8b 73 10", "zen4"),
+            2.0
+        );
         assert_eq!(cpi("88 43 08 8a 4b 08", "zen4"), 1.0);
         assert!((cpi("48 89 43 08 48 8b 4b 10", "zen4") - 2.0 / 3.0).abs() < 0.01);
         // A description without `load_forwarded` has no such limit.
