@@ -120,13 +120,14 @@ impl ElfImage {
     /// A function named plainly, mangled or demangled, or by an address inside it
     /// (`0x401136`). An unknown name lists the closest ones.
     pub fn find_function(&self, query: &str) -> Result<FunctionRange> {
-        if let Some(addr) = parse_address(query) {
-            return self.symbols.function_at(addr).ok_or_else(|| {
-                AnalyzeError::Usage(format!("no function of {} holds {addr:#x}", self.path))
-            });
-        }
-        if let Some(f) = self.symbols.function_named(query) {
+        if let Some(f) = self.has_function(query) {
             return Ok(f);
+        }
+        if let Some(addr) = parse_address(query) {
+            return Err(AnalyzeError::Usage(format!(
+                "no function of {} holds {addr:#x}",
+                self.path
+            )));
         }
         let funcs = self.symbols.functions();
         Err(AnalyzeError::Usage(format!(
