@@ -4,7 +4,11 @@ workload in datasets/analyzer and prints one markdown row per estimator
 (dcpi, dcpi at medium+ confidence, naive), then the means of unscaled ±10,
 scaled ±10 and scaled ±25 for the dcpi estimator.
 
-Usage: benches/accuracy_table.py [DCPI]   (default target/release/dcpi)
+Usage: benches/accuracy_table.py [--set HOST] [DCPI]   (default target/release/dcpi)
+
+--set HOST reads the profiles datasets/analyzer/record_profiles.sh took of
+the same binaries on another host (datasets/analyzer/HOST/NAME.db); the
+model is the one of the CPU each profile recorded.
 """
 import json
 import os
@@ -12,7 +16,11 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DCPI = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/dcpi")
+args = sys.argv[1:]
+PROFILES = ""
+if args[:1] == ["--set"]:
+    PROFILES, args = args[1], args[2:]
+DCPI = args[0] if args else os.path.join(ROOT, "target/release/dcpi")
 NAMES = ["kernels", "btree", "hashtab", "codec", "msort"]
 
 
@@ -28,8 +36,9 @@ def row(first, label, e):
 means = [0.0, 0.0, 0.0]
 for name in NAMES:
     data = os.path.join(ROOT, "datasets/analyzer")
+    db = os.path.join(data, PROFILES, f"{name}.db")
     out = subprocess.run(
-        [DCPI, "accuracy", "--db", f"{data}/{name}.db", "--callgrind", f"{data}/{name}.callgrind",
+        [DCPI, "accuracy", "--db", db, "--callgrind", f"{data}/{name}.callgrind",
          "--symfs", data, "--image", name, "--format", "json"],
         check=True, capture_output=True, text=True,
     ).stdout
