@@ -26,7 +26,9 @@
 use crate::block::Decoded;
 use crate::classify::{shape, Reg, Shape};
 use crate::machine::Machine;
-use crate::simulate::{chain_free_rate, chain_rate, simulate, DepWhy, DispatchStall, LOAD_RESULT};
+use crate::simulate::{
+    chain_free_rate, chain_rate, port_mask, simulate, DepWhy, DispatchStall, LOAD_RESULT,
+};
 use iced_x86::InstructionInfoFactory;
 use serde::Serialize;
 use std::sync::Arc;
@@ -462,9 +464,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         let dy = &g.dyns[half * n + s];
         for u in dy.uops.iter() {
             let uo = &g.uops[u as usize];
-            let set = g.port_sets[uo.ports as usize]
-                .iter()
-                .fold(0u64, |m, &p| m | 1 << p);
+            let set = port_mask(g.port_sets[uo.ports as usize]);
             if set != 0 {
                 uops.push((set, uo.occupancy as f64));
             }

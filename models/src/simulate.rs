@@ -1031,6 +1031,11 @@ impl PortCalendar {
     }
 }
 
+/// A set of port indices as a bit mask (a machine has at most 64 ports).
+pub(crate) fn port_mask(ports: &[usize]) -> u64 {
+    ports.iter().fold(0u64, |m, &p| m | 1u64 << p)
+}
+
 thread_local! {
     static CALENDAR: std::cell::RefCell<PortCalendar> = std::cell::RefCell::default();
 }
@@ -1112,11 +1117,7 @@ pub(crate) fn simulate<'a>(
     port_load.resize(nports, 0);
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
-    masks.extend(
-        g.port_sets
-            .iter()
-            .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p)),
-    );
+    masks.extend(g.port_sets.iter().map(|s| port_mask(s)));
     // Per port set: the cycles before it have none of its ports free.
     full_before.resize(masks.len(), 0);
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));

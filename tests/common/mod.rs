@@ -26,14 +26,7 @@ pub fn workloads() -> &'static Path {
             .join(format!("{}", std::process::id()));
         std::fs::create_dir_all(&out).unwrap();
         let src = root().join("datasets").join("workloads");
-        let cc = |args: &[&str]| {
-            let st = Command::new("gcc")
-                .args(args)
-                .current_dir(&src)
-                .status()
-                .expect("gcc is needed for the tests");
-            assert!(st.success(), "gcc {args:?}");
-        };
+        let cc = |args: &[&str]| run_tool("gcc", &src, args);
         cc(&[
             "-O1",
             "-pthread",
@@ -79,27 +72,33 @@ pub fn workloads() -> &'static Path {
         std::fs::copy(out.join("loop"), out.join("loop-stripped")).unwrap();
         std::fs::copy(out.join("loop"), out.join("loop-debuglink")).unwrap();
         for stripped in ["uselib", "loop-stripped", "loop-debuglink"] {
-            let st = Command::new("strip")
-                .arg(out.join(stripped))
-                .status()
-                .unwrap();
-            assert!(st.success());
+            run_tool("strip", &out, &[stripped]);
         }
         // A stripped binary whose symbols and DWARF are in a separate
         // debug file next to it, named by .gnu_debuglink (as a -dbg
         // package ships them).
-        let objcopy = |args: &[&str]| {
-            let st = Command::new("objcopy")
-                .args(args)
-                .current_dir(&out)
-                .status()
-                .expect("objcopy (binutils) is needed for the tests");
-            assert!(st.success(), "objcopy {args:?}");
-        };
-        objcopy(&["--only-keep-debug", "loop", "loop.debug"]);
-        objcopy(&["--add-gnu-debuglink=loop.debug", "loop-debuglink"]);
+        run_tool(
+            "objcopy",
+            &out,
+            &["--only-keep-debug", "loop", "loop.debug"],
+        );
+        run_tool(
+            "objcopy",
+            &out,
+            &["--add-gnu-debuglink=loop.debug", "loop-debuglink"],
+        );
         out
     })
+}
+
+/// Runs a build tool (gcc, strip, objcopy) in `dir`; it must succeed.
+fn run_tool(tool: &str, dir: &Path, args: &[&str]) {
+    let st = Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap_or_else(|e| panic!("{tool} is needed for the tests: {e}"));
+    assert!(st.success(), "{tool} {args:?}");
 }
 
 pub fn workload(name: &str) -> String {
