@@ -58,6 +58,7 @@ pub mod process_tracker;
 pub mod procfs;
 pub mod records;
 pub mod ring_loop;
+pub mod sampling_cost;
 pub mod self_usage;
 pub mod session;
 pub mod stats;

@@ -140,6 +140,10 @@ pub fn collect(
         });
     }
 
+    let probe = SamplingProbe {
+        configs: events.configs.clone(),
+        include_kernel,
+    };
     // 4. Driver and daemon.
     let (tx, rx) = mpsc::channel();
     let mut driver = Driver::new(events, tx, config.driver);
@@ -165,6 +169,7 @@ pub fn collect(
         &config.mode,
         config.duration,
         user_stop,
+        Some(probe),
     )?;
     let reader = crate::db::ProfileReader::open(&config.db_path)?;
     let stats: std::collections::HashMap<String, i64> = reader.stats(run_id)?.into_iter().collect();
@@ -299,6 +304,13 @@ pub(crate) fn root_comm(argv: &[String]) -> String {
         .collect()
 }
 
+/// The run's sampling events, for measuring what sampling costs the code
+/// (see [`crate::sampling_cost`]) once the run is over.
+pub(crate) struct SamplingProbe {
+    pub configs: Vec<crate::db::writer::EventConfig>,
+    pub include_kernel: bool,
+}
+
 /// How a supervised run ended.
 pub(crate) struct RunEnd {
     pub exit_code: Option<i32>,
@@ -311,6 +323,7 @@ pub(crate) struct RunEnd {
 /// process exits, `duration` passes or the user stops; then stops the
 /// driver (which drains and sends `Finish`), waits for the daemon's last
 /// flush, stops a command still running, and closes the run.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn supervise(
     daemon: Daemon,
     rx: mpsc::Receiver<crate::daemon::DaemonMsg>,
@@ -319,6 +332,7 @@ pub(crate) fn supervise(
     mode: &Mode,
     duration: Option<Duration>,
     user_stop: &AtomicBool,
+    probe: Option<SamplingProbe>,
 ) -> Result<RunEnd> {
     let daemon_thread = std::thread::Builder::new()
         .name("dcpi-daemon".into())
@@ -345,7 +359,13 @@ pub(crate) fn supervise(
                 driver_stop.store(true, Ordering::Release);
                 let _ = driver_thread.join();
                 if let Ok(Ok((mut w, _))) = daemon_thread.join() {
-                    let _ = w.end_run(Some(127), false, started.elapsed().as_secs_f64(), None);
+                    let _ = w.end_run(
+                        Some(127),
+                        false,
+                        started.elapsed().as_secs_f64(),
+                        None,
+                        None,
+                    );
                 }
                 return Err(e);
             }
@@ -402,7 +422,17 @@ pub(crate) fn supervise(
         }
     };
     let clock_end = dcpi_models::core_clock::calibrate();
-    writer.end_run(status, interrupted, elapsed.as_secs_f64(), Some(clock_end))?;
+    // Beside it, the clock sampled code gets (the samples' own cost); a
+    // probe that cannot open its events leaves the plain clock in use.
+    let sampled = probe
+        .and_then(|p| crate::sampling_cost::sampled_core_hz(&p.configs, p.include_kernel).ok());
+    writer.end_run(
+        status,
+        interrupted,
+        elapsed.as_secs_f64(),
+        Some(clock_end),
+        sampled,
+    )?;
     Ok(RunEnd {
         exit_code: status,
         interrupted,

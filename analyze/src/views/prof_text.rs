@@ -63,6 +63,14 @@ fn run_stats(out: &mut String, r: &RunStatistics) {
             .map(|h| format!("{:.3}", h / 1e9))
             .unwrap_or_else(|| "?".into()),
     );
+    if let Some(kept) = crate::samples::sampling_kept(run) {
+        let _ = writeln!(
+            out,
+            "  sampling took {:.1} % of the sampled code's time (measured at the end of the run); timer samples count {:.3} GHz of its cycles",
+            100.0 * (1.0 - kept),
+            crate::samples::sampled_core_hz(run).unwrap_or(0.0) / 1e9
+        );
+    }
     for e in &r.events {
         let rate = match (e.period, e.frequency) {
             (Some(p), _) => format!(

@@ -83,7 +83,11 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     if exists {
-        for (from, step) in [(1, schema::MIGRATE_1_TO_2), (2, schema::MIGRATE_2_TO_3)] {
+        for (from, step) in [
+            (1, schema::MIGRATE_1_TO_2),
+            (2, schema::MIGRATE_2_TO_3),
+            (3, schema::MIGRATE_3_TO_4),
+        ] {
             let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if version == from {
                 let tx = conn
@@ -209,7 +213,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v1.db");
         let c = Connection::open(&p).unwrap();
-        c.execute_batch(schema::CREATE).unwrap();
+        // Version 1's runs table had no sampled clock.
+        let v1 = schema::CREATE.replace(",\n    sampled_core_hz REAL", "");
+        assert_ne!(v1, schema::CREATE);
+        c.execute_batch(&v1).unwrap();
         c.pragma_update(None, "application_id", schema::APPLICATION_ID)
             .unwrap();
         c.pragma_update(None, "user_version", 1).unwrap();
@@ -219,6 +226,12 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, schema::SCHEMA_VERSION);
+        c.query_row("SELECT sampled_core_hz FROM runs", [], |_| Ok(()))
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(()),
+                e => Err(e),
+            })
+            .unwrap();
         for table in ["latency_buckets", "kernel_charges"] {
             let n: i64 = c
                 .query_row(

@@ -30,6 +30,8 @@ pub struct RunRow {
     pub core_hz: Option<f64>,
     pub core_hz_end: Option<f64>,
     pub tsc_hz: Option<f64>,
+    /// The core clock sampled code got (schema 4): see `sampling_cost`.
+    pub sampled_core_hz: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,12 +152,22 @@ impl ProfileReader {
     }
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        // Read-only files keep their version: before 4, no sampled clock.
+        let sampled = if version >= 4 {
+            "sampled_core_hz"
+        } else {
+            "NULL"
+        };
         rows(
             &self.conn,
-            "SELECT id, started_at, ended_at, duration_s, mode, command, target_pid, exit_status,
+            &format!("SELECT id, started_at, ended_at, duration_s, mode, command, target_pid, exit_status,
                     interrupted, complete, hostname, kernel, kernel_build_id, cpu_vendor, cpu_family,
-                    cpu_model, cpu_model_name, online_cpus, core_hz, core_hz_end, tsc_hz
-             FROM runs ORDER BY id",
+                    cpu_model, cpu_model_name, online_cpus, core_hz, core_hz_end, tsc_hz, {sampled}
+             FROM runs ORDER BY id"
+            ),
             |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
@@ -179,6 +191,7 @@ impl ProfileReader {
                     core_hz: r.get(18)?,
                     core_hz_end: r.get(19)?,
                     tsc_hz: r.get(20)?,
+                    sampled_core_hz: r.get(21)?,
                 })
             },
         )

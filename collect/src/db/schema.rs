@@ -14,9 +14,12 @@
 //! process's context (they stay in `counts` there) that were asynchronous
 //! work for another process, and by which link (`softirq NET_RX`, `irq 11`,
 //! `workqueue wake`, `workqueue queued`).
+//! Version 4 added `runs.sampled_core_hz`: the core clock a dependent-add
+//! chain got while the run's events sampled it at the run's rate, measured
+//! at the end of the run (see `sampling_cost`).
 
 /// Schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// PRAGMA application_id of dcpi databases: "DCPI".
 pub const APPLICATION_ID: i64 = 0x4443_5049;
@@ -50,7 +53,8 @@ CREATE TABLE runs (
     core_hz_end    REAL,
     tsc_hz         REAL,
     ticks_per_cycle REAL,
-    dcpi_version   TEXT
+    dcpi_version   TEXT,
+    sampled_core_hz REAL
 );
 CREATE TABLE epochs (
     id         INTEGER PRIMARY KEY,
@@ -165,6 +169,9 @@ CREATE TABLE kernel_charges (
     PRIMARY KEY (epoch_id, from_process_id, to_process_id, image_id, offset, event_id, link)
 ) WITHOUT ROWID;
 "#;
+
+/// Upgrade of a version 3 database.
+pub const MIGRATE_3_TO_4: &str = "ALTER TABLE runs ADD COLUMN sampled_core_hz REAL;";
 
 /// Upgrade of a version 2 database.
 pub const MIGRATE_2_TO_3: &str = CHARGE_TABLES;

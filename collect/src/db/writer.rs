@@ -442,18 +442,20 @@ impl ProfileWriter {
         interrupted: bool,
         duration_s: f64,
         clock_end: Option<CoreClock>,
+        sampled_core_hz: Option<f64>,
     ) -> Result<()> {
         let now = now_text();
         let tx = self.conn.transaction()?;
         tx.execute(
             "UPDATE runs SET ended_at = ?1, duration_s = ?2, exit_status = ?3, interrupted = ?4,
-                 complete = 1, core_hz_end = ?5 WHERE id = ?6",
+                 complete = 1, core_hz_end = ?5, sampled_core_hz = ?6 WHERE id = ?7",
             params![
                 now,
                 duration_s,
                 exit_status,
                 interrupted,
                 clock_end.map(|c| c.core_hz),
+                sampled_core_hz,
                 self.run_id
             ],
         )?;
@@ -575,7 +577,7 @@ mod tests {
                 ..Default::default()
             };
             w.flush(&b2).unwrap();
-            w.end_run(Some(0), false, 1.0, None).unwrap();
+            w.end_run(Some(0), false, 1.0, None, None).unwrap();
         }
         let r = ProfileReader::open(&path).unwrap();
         let runs = r.runs().unwrap();

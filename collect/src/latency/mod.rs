@@ -117,6 +117,7 @@ pub fn capture(config: &LatencyConfig, user_stop: &AtomicBool) -> Result<Latency
         &config.mode,
         config.duration,
         user_stop,
+        None,
     )?;
     let reader = rusqlite::Connection::open_with_flags(
         &config.db_path,
