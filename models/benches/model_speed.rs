@@ -98,7 +98,13 @@ fn main() {
     let dump = std::env::var_os("DCPI_MODEL_DUMP").is_some();
     let mut model_s = Vec::new();
     let mut cycles: Vec<String> = Vec::new();
-    for _pass in 0..5 {
+    // `DCPI_MODEL_PASSES=1` for a long reference run (`DCPI_MODEL_ITERATIONS`).
+    let passes: usize = std::env::var("DCPI_MODEL_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    for _pass in 0..passes {
         cycles.clear();
         let t = Instant::now();
         for (_, b) in &blocks {
@@ -125,11 +131,12 @@ fn main() {
     }
     let with_decode = t.elapsed().as_secs_f64();
     println!(
-        "model only: {:.0} instructions/s (median of 5: {:.3} s; min {:.3}, max {:.3})",
-        insns as f64 / model_s[2],
-        model_s[2],
+        "model only: {:.0} instructions/s (median of {}: {:.3} s; min {:.3}, max {:.3})",
+        insns as f64 / model_s[model_s.len() / 2],
+        model_s.len(),
+        model_s[model_s.len() / 2],
         model_s[0],
-        model_s[4]
+        model_s[model_s.len() - 1]
     );
     println!(
         "decode + model: {:.0} instructions/s ({with_decode:.3} s)",

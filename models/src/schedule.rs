@@ -27,7 +27,8 @@ use crate::block::Decoded;
 use crate::classify::{shape, Reg, Shape};
 use crate::machine::Machine;
 use crate::simulate::{
-    chain_free_rate, chain_rate, port_mask, simulate, DepWhy, DispatchStall, LOAD_RESULT,
+    chain_free_rate, chain_rate, port_bound, port_mask, simulate, DepWhy, DispatchStall,
+    LOAD_RESULT,
 };
 use iced_x86::InstructionInfoFactory;
 use serde::Serialize;
@@ -540,51 +541,6 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         insns,
         timeline,
     }
-}
-
-/// The ports' bound on cycles per iteration: the most, over groups of
-/// ports, of the occupancy of the µops that can only run in the group over
-/// the group's size (a µop of `(port mask, occupancy)` counts in every
-/// group holding its whole set). The most is reached at a union of the
-/// µops' sets, so only those are tried (a block has a few distinct sets;
-/// over 10, each set and all of them). Returns the group's mask and the bound.
-///
-/// An iteration's µops assigned greedily to their least-loaded port said
-/// one `cmp`+`jb` needed a whole cycle on `alu0`, while four ALUs share it.
-fn port_bound(uops: &[(u64, f64)]) -> (u64, f64) {
-    // Occupancy per distinct set.
-    let mut sets: Vec<(u64, f64)> = Vec::new();
-    for &(set, occ) in uops {
-        match sets.iter_mut().find(|s| s.0 == set) {
-            Some(s) => s.1 += occ,
-            None => sets.push((set, occ)),
-        }
-    }
-    let load_of = |group: u64| -> f64 {
-        sets.iter()
-            .filter(|(set, _)| set & !group == 0)
-            .map(|s| s.1)
-            .sum()
-    };
-    let mut best = (0u64, 0.0f64);
-    let mut consider = |group: u64| {
-        let bound = load_of(group) / group.count_ones() as f64;
-        if bound > best.1 || (bound == best.1 && group.count_ones() < best.0.count_ones()) {
-            best = (group, bound);
-        }
-    };
-    if sets.len() > 10 {
-        sets.iter().for_each(|s| consider(s.0));
-        consider(sets.iter().fold(0, |g, s| g | s.0));
-    } else {
-        for pick in 1u32..(1 << sets.len()) {
-            let group = (0..sets.len())
-                .filter(|k| pick >> k & 1 == 1)
-                .fold(0u64, |g, k| g | sets[k].0);
-            consider(group);
-        }
-    }
-    best
 }
 
 #[cfg(test)]

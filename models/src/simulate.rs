@@ -779,12 +779,17 @@ impl Drop for Steady {
 ///
 /// Steady: over the last three periods (at least [`Steady::MIN_RUN`]
 /// iterations) of some period p ≤ [`Steady::MAX_PERIOD`], the cycles between
-/// iteration ends repeat exactly, and occupancy and µops in flight
-/// each grow by the same amount every period, never shrink (a ROB filling
-/// behind a slow chain keeps the rate; a backlog of finished work draining
-/// at the retire width does not). The simulation is deterministic, so this
-/// is the periodic regime itself, and results are measured over whole
-/// periods: exact, not averaged.
+/// iteration ends and the cycles between the retirements inside each
+/// iteration (hashed) repeat exactly, occupancy and µops in flight are
+/// never smaller than a period before (a ROB filling behind a slow chain
+/// keeps the rate; a backlog of finished work draining at the retire width
+/// does not), and the rate is not below the ports' bound (a backlog drained
+/// faster than the ports could have done the work: that work was done
+/// before). The simulation is deterministic, so this is the periodic regime
+/// of retirement, and results are measured over whole periods: exact, not
+/// averaged. Where dispatch runs ahead of a slow chain or port (the ROB
+/// still filling), dispatch times and waits are those of the filling at the
+/// stop; cycles and M are the retirement's and do not depend on it.
 struct Steady {
     min_run: usize,
     /// Per iteration: (end cycle, ROB cycles, issue-to-retire cycles).
@@ -795,17 +800,22 @@ struct Steady {
     /// Periods 1..=`eligible` have had enough iterations to be tested.
     eligible: usize,
     /// Per period p (at p − 1) once eligible: how many of the newest
-    /// changes equal the one p iterations before them, in the end cycle
-    /// alone and in all three marks (at least as many as a test needs).
+    /// changes of the end cycle (and retire pattern) equal the one p
+    /// iterations before them, and how many of those also have occupancy
+    /// and µops in flight no smaller than p iterations before (at least as
+    /// many as a test needs).
     /// One comparison per period and iteration keeps the test cheap: it
     /// runs on every iteration of every block.
     run_end: [usize; Self::MAX_PERIOD],
     run_all: [usize; Self::MAX_PERIOD],
+    /// Cycles per iteration the ports need at least: a rate below it is a
+    /// backlog draining, not the steady state.
+    floor: f64,
 }
 
 impl Steady {
     const MAX_PERIOD: usize = 16;
-    const MIN_RUN: usize = 12;
+    const MIN_RUN: usize = 8;
     /// Iterations measured: whole periods covering at least this many.
     const MEASURE: usize = 8;
     /// Per period p, the iterations measured (a table: a division per
@@ -836,6 +846,7 @@ impl Steady {
             eligible: 0,
             run_end: [0; Self::MAX_PERIOD],
             run_all: [0; Self::MAX_PERIOD],
+            floor: 0.0,
         }
     }
 
@@ -856,18 +867,24 @@ impl Steady {
     /// Records an iteration's end; the iterations to measure over once steady.
     ///
     /// Steady with period p when, over the last `span` iterations, the
-    /// cycles between iteration ends repeat with period p, and so does the
-    /// growth of the other two marks (the same every iteration: its change
-    /// repeats from the span's second iteration on), which over the last
-    /// period is not negative. A period is tested once `span + 2p + 1`
-    /// iterations have run (and the iterations it measures).
-    fn push(&mut self, end: u64, occupancy: u64, in_flight: u64) -> Option<Range<usize>> {
+    /// cycles between iteration ends (and `shape`, the retirement inside
+    /// the iteration, hashed) repeat with period p and the other two marks
+    /// are no smaller than p iterations before, at a rate the ports allow.
+    /// A period is tested once `span + p + 1` iterations have run (and the
+    /// iterations it measures).
+    fn push(
+        &mut self,
+        end: u64,
+        occupancy: u64,
+        in_flight: u64,
+        shape: u64,
+    ) -> Option<Range<usize>> {
         let last = self.marks.last().copied();
         self.marks.push((end, occupancy, in_flight));
         let k = self.marks.len();
         if let Some(last) = last {
             let x = [
-                end.wrapping_sub(last.0),
+                end.wrapping_sub(last.0) ^ shape.rotate_left(17),
                 occupancy.wrapping_sub(last.1),
                 in_flight.wrapping_sub(last.2),
             ];
@@ -879,7 +896,9 @@ impl Steady {
                 let then = &self.deltas[r - p];
                 let same_end = x[0] == then[0];
                 let run_end = if same_end { self.run_end[p - 1] + 1 } else { 0 };
-                let run_all = if same_end && x[1] == then[1] && x[2] == then[2] {
+                // Occupancy and µops in flight no smaller than a period before.
+                let (now, before) = (self.marks[k - 1], self.marks[k - 1 - p]);
+                let run_all = if same_end && now.1 >= before.1 && now.2 >= before.2 {
                     self.run_all[p - 1] + 1
                 } else {
                     0
@@ -897,7 +916,7 @@ impl Steady {
         while self.eligible < Self::MAX_PERIOD {
             let p = self.eligible + 1;
             let span = self.span(p);
-            if k < span + 2 * p + 1 || k < Self::MEASURE_OF[p] + 1 {
+            if k < span + p + 1 || k < Self::MEASURE_OF[p] + 1 {
                 break;
             }
             let d = &self.deltas;
@@ -911,7 +930,8 @@ impl Steady {
                     break;
                 }
                 same_end += 1;
-                all_open &= now[1] == then[1] && now[2] == then[2];
+                let (m, b) = (&self.marks[r + 1], &self.marks[r + 1 - p]);
+                all_open &= m.1 >= b.1 && m.2 >= b.2;
                 same_all += all_open as usize;
             }
             self.run_end[p - 1] = same_end;
@@ -931,7 +951,9 @@ impl Steady {
             return false;
         }
         let e = &self.marks;
-        e[k - 1].1 >= e[k - 1 - p].1 && e[k - 1].2 >= e[k - 1 - p].2
+        let w = Self::MEASURE_OF[p];
+        let rate = (e[k - 1].0 - e[k - 1 - w].0) as f64 / w as f64;
+        e[k - 1].1 >= e[k - 1 - p].1 && e[k - 1].2 >= e[k - 1 - p].2 && rate >= self.floor - 1e-9
     }
 
     /// Stopped before a steady state: the second half of what completed.
@@ -1034,6 +1056,51 @@ impl PortCalendar {
 /// A set of port indices as a bit mask (a machine has at most 64 ports).
 pub(crate) fn port_mask(ports: &[usize]) -> u64 {
     ports.iter().fold(0u64, |m, &p| m | 1u64 << p)
+}
+
+/// The ports' bound on cycles per iteration: the most, over groups of
+/// ports, of the occupancy of the µops that can only run in the group over
+/// the group's size (a µop of `(port mask, occupancy)` counts in every
+/// group holding its whole set). The most is reached at a union of the
+/// µops' sets, so only those are tried (a block has a few distinct sets;
+/// over 10, each set and all of them). Returns the group's mask and the bound.
+///
+/// An iteration's µops assigned greedily to their least-loaded port said
+/// one `cmp`+`jb` needed a whole cycle on `alu0`, while four ALUs share it.
+pub(crate) fn port_bound(uops: &[(u64, f64)]) -> (u64, f64) {
+    // Occupancy per distinct set.
+    let mut sets: Vec<(u64, f64)> = Vec::new();
+    for &(set, occ) in uops {
+        match sets.iter_mut().find(|s| s.0 == set) {
+            Some(s) => s.1 += occ,
+            None => sets.push((set, occ)),
+        }
+    }
+    let load_of = |group: u64| -> f64 {
+        sets.iter()
+            .filter(|(set, _)| set & !group == 0)
+            .map(|s| s.1)
+            .sum()
+    };
+    let mut best = (0u64, 0.0f64);
+    let mut consider = |group: u64| {
+        let bound = load_of(group) / group.count_ones() as f64;
+        if bound > best.1 || (bound == best.1 && group.count_ones() < best.0.count_ones()) {
+            best = (group, bound);
+        }
+    };
+    if sets.len() > 10 {
+        sets.iter().for_each(|s| consider(s.0));
+        consider(sets.iter().fold(0, |g, s| g | s.0));
+    } else {
+        for pick in 1u32..(1 << sets.len()) {
+            let group = (0..sets.len())
+                .filter(|k| pick >> k & 1 == 1)
+                .fold(0u64, |g, k| g | sets[k].0);
+            consider(group);
+        }
+    }
+    best
 }
 
 thread_local! {
@@ -1140,11 +1207,17 @@ pub(crate) fn simulate<'a>(
     // and its µops from issue to retirement (by Little's law, the ROB's
     // occupancy and the µops in flight, times the iteration's cycles).
     let (mut rob_cycles, mut flight_cycles) = (0u64, 0u64);
+    // The iteration's retirement, instruction by instruction, hashed: the
+    // same cycles between iteration ends can hide a changing pattern inside.
+    let mut retire_shape = 0u64;
     let mut last_retired = 0u64;
     for i in 0..total {
         if i >= g.dyns.len() {
             g.build_iteration();
             g.head.resize(g.dyns.len(), 0);
+            if g.built == 1 {
+                steady.floor = ports_floor(&g, &masks);
+            }
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
@@ -1267,6 +1340,7 @@ pub(crate) fn simulate<'a>(
         let r = retire.cycle;
         g.dyns[i].retired = r;
         g.head[i] = r - last_retired;
+        retire_shape = (retire_shape ^ (r - last_retired)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         last_retired = r;
         rob_cycles += r - dc;
         // Each µop's cycles from issue to this retirement.
@@ -1277,8 +1351,8 @@ pub(crate) fn simulate<'a>(
         if (i + 1).is_multiple_of(n) {
             // Not steady while retirement outruns dispatch or issue (a
             // backlog draining): both may only grow.
-            let steady_now = steady.push(r, rob_cycles, flight_cycles);
-            (rob_cycles, flight_cycles) = (0, 0);
+            let steady_now = steady.push(r, rob_cycles, flight_cycles, retire_shape);
+            (rob_cycles, flight_cycles, retire_shape) = (0, 0, 0);
             if let Some(range) = steady_now {
                 measured = range;
                 break;
@@ -1289,6 +1363,18 @@ pub(crate) fn simulate<'a>(
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
     g.scratch = [port_load, masks, full_before, chain_complete, chain_retire];
     SimResult { graph: g, measured }
+}
+
+/// The ports' bound of the first iteration's µops (later iterations have
+/// the same, or a forwarded load's extra µop more).
+fn ports_floor(g: &Graph, masks: &[u64]) -> f64 {
+    let uops: Vec<(u64, f64)> = g
+        .uops
+        .iter()
+        .filter(|u| masks[u.ports as usize] != 0)
+        .map(|u| (masks[u.ports as usize], u.occupancy as f64))
+        .collect();
+    port_bound(&uops).1
 }
 
 /// [`chain_rate`] without running it, for a block whose iterations share
@@ -1423,7 +1509,7 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
             last_retire = last_retire.max(done);
             retire.push(last_retire);
         }
-        if let Some(range) = steady.push(last_retire, 0, 0) {
+        if let Some(range) = steady.push(last_retire, 0, 0, 0) {
             measured = Some(range);
             break;
         }
