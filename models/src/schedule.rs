@@ -460,18 +460,14 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let dispatch = slots as f64 / machine.dispatch_width as f64;
     let bytes: usize = shapes.iter().map(|s| s.len).sum();
     let front_end = bytes as f64 / machine.decode_bytes.max(16) as f64;
-    let mut uops: Vec<(u64, f64)> = Vec::new();
-    for s in 0..n {
-        let dy = &g.dyns[half * n + s];
-        for u in dy.uops.iter() {
+    let (busiest, ports_bound) = res.ports.unwrap_or_else(|| {
+        let dyns = &g.dyns[half * n..half * n + n];
+        port_bound(dyns.iter().flat_map(|dy| dy.uops.iter()).filter_map(|u| {
             let uo = &g.uops[u as usize];
             let set = port_mask(g.port_sets[uo.ports as usize]);
-            if set != 0 {
-                uops.push((set, uo.occupancy as f64));
-            }
-        }
-    }
-    let (busiest, ports_bound) = port_bound(&uops);
+            (set != 0).then_some((set, uo.occupancy as f64))
+        }))
+    });
     let bounds = Bounds {
         dispatch,
         ports: ports_bound,
@@ -551,10 +547,10 @@ mod tests {
     fn the_port_bound_shares_a_set_among_its_ports() {
         let (alu, imul, load) = (0b1_1110u64, 0b10u64, 0b110_0000u64);
         // One µop that four ALUs can run: a quarter cycle, on all four.
-        assert_eq!(port_bound(&[(alu, 1.0)]), (alu, 0.25));
+        assert_eq!(port_bound([(alu, 1.0)]), (alu, 0.25));
         // An imul only port 1 runs outweighs three adds over the ALUs.
         assert_eq!(
-            port_bound(&[(imul, 1.0), (alu, 1.0), (alu, 1.0), (alu, 1.0)]),
+            port_bound([(imul, 1.0), (alu, 1.0), (alu, 1.0), (alu, 1.0)]),
             (imul, 1.0)
         );
         // Five adds and an imul: the imul's port is in the ALUs' group.
@@ -566,13 +562,13 @@ mod tests {
             (alu, 1.0),
             (alu, 1.0),
         ];
-        assert_eq!(port_bound(&six), (alu, 1.5));
+        assert_eq!(port_bound(six), (alu, 1.5));
         // Three loads on two load ports beside an add.
         assert_eq!(
-            port_bound(&[(load, 1.0), (load, 1.0), (load, 1.0), (alu, 1.0)]),
+            port_bound([(load, 1.0), (load, 1.0), (load, 1.0), (alu, 1.0)]),
             (load, 1.5)
         );
-        assert_eq!(port_bound(&[]), (0, 0.0));
+        assert_eq!(port_bound([]), (0, 0.0));
     }
     use crate::block::{decode, parse_hex};
 

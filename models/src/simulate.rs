@@ -1067,10 +1067,10 @@ pub(crate) fn port_mask(ports: &[usize]) -> u64 {
 ///
 /// An iteration's µops assigned greedily to their least-loaded port said
 /// one `cmp`+`jb` needed a whole cycle on `alu0`, while four ALUs share it.
-pub(crate) fn port_bound(uops: &[(u64, f64)]) -> (u64, f64) {
+pub(crate) fn port_bound(uops: impl IntoIterator<Item = (u64, f64)>) -> (u64, f64) {
     // Occupancy per distinct set.
-    let mut sets: Vec<(u64, f64)> = Vec::new();
-    for &(set, occ) in uops {
+    let mut sets: smallvec::SmallVec<[(u64, f64); 8]> = smallvec::SmallVec::new();
+    for (set, occ) in uops {
         match sets.iter_mut().find(|s| s.0 == set) {
             Some(s) => s.1 += occ,
             None => sets.push((set, occ)),
@@ -1112,6 +1112,10 @@ pub(crate) struct SimResult<'a> {
     pub graph: Graph<'a>,
     /// Iterations of the steady state the results are measured over.
     pub measured: Range<usize>,
+    /// The ports' bound on cycles per iteration and its group of ports
+    /// ([`port_bound`]) of the template every iteration from the second or
+    /// third on is a copy of; None without one.
+    pub ports: Option<(u64, f64)>,
 }
 
 /// Where dispatch stands: the cycle, what it has used of it, and the slots a
@@ -1179,14 +1183,12 @@ pub(crate) fn simulate<'a>(
     );
     let total = iterations * n;
     let nports = m.ports().len().max(1);
-    let [mut port_load, mut masks, mut full_before, chain_complete, chain_retire] =
+    let [mut port_load, mut masks, spare, chain_complete, chain_retire] =
         std::mem::take(&mut g.scratch);
     port_load.resize(nports, 0);
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
     masks.extend(g.port_sets.iter().map(|s| port_mask(s)));
-    // Per port set: the cycles before it have none of its ports free.
-    full_before.resize(masks.len(), 0);
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
     let mut dispatch = DispatchState {
@@ -1211,12 +1213,22 @@ pub(crate) fn simulate<'a>(
     // same cycles between iteration ends can hide a changing pattern inside.
     let mut retire_shape = 0u64;
     let mut last_retired = 0u64;
+    let mut ports = None;
     for i in 0..total {
         if i >= g.dyns.len() {
             g.build_iteration();
             g.head.resize(g.dyns.len(), 0);
-            if g.built == 1 {
-                steady.floor = ports_floor(&g, &masks);
+            if ports.is_none() && (g.template.is_some() || g.built > TEMPLATE_SEARCH) {
+                // The ports' bound of an iteration as all later ones are.
+                let (u0, u1) = (g.uop_start[g.built - 1], g.uop_start[g.built]);
+                let bound = port_bound(
+                    g.uops[u0 as usize..u1 as usize]
+                        .iter()
+                        .map(|u| (masks[u.ports as usize], u.occupancy as f64))
+                        .filter(|u| u.0 != 0),
+                );
+                steady.floor = bound.1;
+                ports = Some(bound);
             }
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
@@ -1270,17 +1282,8 @@ pub(crate) fn simulate<'a>(
             );
             let mut t = ready;
             if mask != 0 {
-                // Every cycle before the hint is full for this port set.
-                let hint = &mut full_before[uop.ports as usize];
-                let from_hint = t <= *hint && occupancy <= 1;
-                if from_hint {
-                    t = *hint;
-                }
                 loop {
                     let free = calendar.free(mask, t, occupancy);
-                    if free != 0 && from_hint {
-                        *hint = t;
-                    }
                     if free != 0 {
                         if occupancy > 0 {
                             // The least used free port, the lowest on a tie.
@@ -1361,20 +1364,12 @@ pub(crate) fn simulate<'a>(
     }
     let measured = steady.fallback(measured);
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
-    g.scratch = [port_load, masks, full_before, chain_complete, chain_retire];
-    SimResult { graph: g, measured }
-}
-
-/// The ports' bound of the first iteration's µops (later iterations have
-/// the same, or a forwarded load's extra µop more).
-fn ports_floor(g: &Graph, masks: &[u64]) -> f64 {
-    let uops: Vec<(u64, f64)> = g
-        .uops
-        .iter()
-        .filter(|u| masks[u.ports as usize] != 0)
-        .map(|u| (masks[u.ports as usize], u.occupancy as f64))
-        .collect();
-    port_bound(&uops).1
+    g.scratch = [port_load, masks, spare, chain_complete, chain_retire];
+    SimResult {
+        ports: ports.filter(|_| g.template.is_some()),
+        graph: g,
+        measured,
+    }
 }
 
 /// [`chain_rate`] without running it, for a block whose iterations share
