@@ -13,11 +13,13 @@
 //!   calibration built on it ([`calibrate`]).
 //!
 //! Limits: the model assumes every load hits L1 and every branch is
-//! predicted (best case, as DCPI's); its accuracy against the Golden Cove host
-//! is in BENCHMARKS.md (MAPE 11-19 %, far from the 5 % goal); only the
-//! Golden Cove description has been checked against hardware; it models
-//! ~0.1 M instructions per second of real basic blocks (`cargo bench -p
-//! dcpi-models --bench model_speed`), short of the 1 M goal.
+//! predicted (best case, as DCPI's). Its accuracy against the hosts is in
+//! BENCHMARKS.md: Zen 4 4.0 % MAPE / Kendall's τ 0.903 on 274 blocks of
+//! /usr/bin (llvm-mca-19 26.7 % / 0.716), Zen 3 5.3 % / 0.892, Golden Cove
+//! 8.2 % / 0.853; Skylake, Zen 5 and the generic description are from
+//! vendor and published figures, unmeasured. It models ~0.65 M instructions
+//! per second of real basic blocks on one core (`cargo bench -p dcpi-models
+//! --bench model_speed`), short of the 1 M goal.
 //!
 //! Limits: x86-64 Linux only. The clock calibration assumes a dependent
 //! `add reg,reg` chain retires one add per core cycle (true on every x86 core
