@@ -45,6 +45,7 @@ impl Event for Raw {
 pub fn sampled_core_hz(configs: &[EventConfig], include_kernel: bool) -> Result<f64, String> {
     let mut events = Vec::new();
     let mut seen = Vec::new();
+    let mut timer = None;
     for c in configs {
         if seen.contains(&&c.used) {
             continue;
@@ -73,14 +74,30 @@ pub fn sampled_core_hz(configs: &[EventConfig], include_kernel: bool) -> Result<
         sampler
             .enable()
             .map_err(|e| format!("enabling {}: {e}", c.used.display_name()))?;
+        if timer.is_none() && c.used.unit == crate::event_spec::EventUnit::Nanoseconds {
+            timer = Some(events.len());
+        }
         events.push(sampler);
     }
-    if events.is_empty() {
-        return Err("no sampling event to measure with".into());
-    }
-    let hz = dcpi_models::core_clock::chain_hz(RUNS, RUN_SECONDS);
+    // The timer's own count is the clock its samples are charged in: it
+    // runs while the thread does, sampling included, preemption not.
+    let Some(timer) = timer else {
+        return Err("no timer event (cpu-clock, task-clock) among the run's events".into());
+    };
+    let mut failed = None;
+    let hz =
+        dcpi_models::core_clock::chain_hz_by(RUNS, RUN_SECONDS, || match events[timer].read() {
+            Ok(ns) => ns as f64 / 1e9,
+            Err(e) => {
+                failed.get_or_insert(e);
+                0.0
+            }
+        });
     drop(events);
-    Ok(hz)
+    match failed {
+        Some(e) => Err(format!("reading the timer's count: {e}")),
+        None => Ok(hz),
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +124,9 @@ mod tests {
         // A sample costs far less than its 50 µs period.
         assert!(sampled > plain * 0.3, "{sampled} vs {plain}");
         assert!(sampled_core_hz(&[], false).is_err());
+        // A count of events, not time: nothing to measure the clock with.
+        let mut faults = config(1000);
+        faults.used = crate::event_spec::parse_event("page-faults").unwrap();
+        assert!(sampled_core_hz(&[faults], false).is_err());
     }
 }

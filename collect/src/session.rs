@@ -63,6 +63,9 @@ pub struct CollectOutcome {
     pub samples: u64,
     pub lost: u64,
     pub daemon: DaemonStats,
+    /// Share of the sampled code's time the sampling took (measured at the
+    /// end of the run; the analyzer counts the samples' cycles without it).
+    pub sampling_cost: Option<f64>,
 }
 
 fn kernel_allowed() -> bool {
@@ -183,6 +186,7 @@ pub fn collect(
         samples: get("samples"),
         lost: get("lost_records") + get("lost_samples"),
         daemon: end.daemon,
+        sampling_cost: end.sampling_cost,
     })
 }
 
@@ -317,6 +321,8 @@ pub(crate) struct RunEnd {
     pub interrupted: bool,
     pub duration: Duration,
     pub daemon: DaemonStats,
+    /// Share of the sampled code's time the sampling took, where measured.
+    pub sampling_cost: Option<f64>,
 }
 
 /// Runs the daemon and a driver until the command exits, the attached
@@ -438,6 +444,7 @@ pub(crate) fn supervise(
         interrupted,
         duration: elapsed,
         daemon: daemon_stats,
+        sampling_cost: sampled.map(|s| (1.0 - s / clock_end.core_hz).clamp(0.0, 1.0)),
     })
 }
 

@@ -104,22 +104,32 @@ pub fn calibrate() -> CoreClock {
 }
 
 /// Core cycles per second of work a dependent-add chain gets on this thread
-/// as it runs now: the fastest of `runs` runs of about `secs` each (a
-/// disturbed run only looks slower). With the thread being sampled, this is
-/// the clock that turns its samples into cycles: time the sampling takes
-/// (the interrupt, in a virtual machine the exits it causes) is charged to
-/// the interrupted code by a timer event, but does none of its work.
+/// as it runs now, by the wall clock: see [`chain_hz_by`].
 #[cfg(target_arch = "x86_64")]
 pub fn chain_hz(runs: usize, secs: f64) -> f64 {
     let t0 = Instant::now();
+    chain_hz_by(runs, secs, || t0.elapsed().as_secs_f64())
+}
+
+/// Core cycles per second of work a dependent-add chain gets on this thread,
+/// by the clock `now` (seconds): the fastest of `runs` runs of about `secs`
+/// each (a disturbed run only looks slower). With the thread being sampled
+/// and `now` the sampling timer's own count, this is the clock that turns
+/// its samples into cycles: time the sampling takes (the interrupt, in a
+/// virtual machine the exits it causes) is charged to the interrupted code
+/// by a timer event, but does none of its work; time the thread is not
+/// running is in neither.
+#[cfg(target_arch = "x86_64")]
+pub fn chain_hz_by(runs: usize, secs: f64, mut now: impl FnMut() -> f64) -> f64 {
+    let t0 = now();
     dependent_adds(2_000);
-    let warm = t0.elapsed().as_secs_f64().max(1e-7);
+    let warm = (now() - t0).max(1e-7);
     let passes = ((2_000.0 * secs / warm) as u64).clamp(100, 20_000_000);
     (0..runs.max(1))
         .map(|_| {
-            let t = Instant::now();
+            let t = now();
             dependent_adds(passes);
-            (passes * ADDS_PER_PASS) as f64 / t.elapsed().as_secs_f64().max(1e-9)
+            (passes * ADDS_PER_PASS) as f64 / (now() - t).max(1e-9)
         })
         .fold(0.0, f64::max)
 }

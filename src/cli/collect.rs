@@ -135,6 +135,12 @@ pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
             out.run_id,
             if out.interrupted { "; interrupted" } else { "" },
         );
+        if let Some(cost) = out.sampling_cost.filter(|c| *c >= 0.05) {
+            eprintln!(
+                "dcpi: sampling took {:.0} % of the sampled code's time (measured; cycles are counted without it); a lower rate (-F) costs less",
+                cost * 100.0
+            );
+        }
     }
     Ok(out
         .exit_code
