@@ -330,6 +330,53 @@ fn guessed_frequencies_are_low_confidence() {
     assert_eq!(conf("kernels", "matmul", "0x1508"), "high");
 }
 
+/// A sample lands after the instruction the pipeline waited on; after a
+/// call's return address that one is the callee's `ret`, not the call:
+/// msort's 291 samples on the `test` after `call compare` are charged to
+/// compare's `ret`, none to the call, by `cpi --func` as by `--all`.
+#[test]
+fn samples_after_a_call_are_the_callees_return() {
+    let charged = |func: &str, addr: &str, all: bool| -> (f64, u64) {
+        let mut args = vec!["--image", "msort", "--format", "json"];
+        if all {
+            args.push("--all");
+        } else {
+            args.extend_from_slice(&["--func", func]);
+        }
+        let (ok, out, err) = recorded("cpi", "msort", &args);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let reports = if all {
+            v["functions"].as_array().unwrap().clone()
+        } else {
+            vec![v]
+        };
+        let report = reports.iter().find(|r| r["function"] == func).unwrap();
+        let row = report["instructions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["addr"] == addr)
+            .unwrap_or_else(|| panic!("{func}: no instruction at {addr}"))
+            .clone();
+        (
+            row["charged_samples"].as_f64().unwrap(),
+            row["samples"]["cpu-clock"].as_u64().unwrap_or(0),
+        )
+    };
+    for all in [false, true] {
+        let (_, after_call) = charged("merge", "0x13cc", all);
+        assert!(after_call > 100, "{after_call}");
+        let (ret, _) = charged("compare", "0x136f", all);
+        assert!(
+            (ret - after_call as f64).abs() < 0.5,
+            "{ret} vs {after_call}"
+        );
+        let (call, _) = charged("merge", "0x13c7", all);
+        assert!(call < 0.5, "{call}");
+    }
+}
+
 /// codec's CRC loop loads from a 1 KiB static table (set once with a
 /// rip-relative lea): it stays in L1, so the samples on the load and after
 /// it are evidence, not load-stall suspects; the loop's frequency is no

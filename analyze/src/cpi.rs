@@ -11,7 +11,9 @@
 //!   instruction go back to its predecessors' last instructions in
 //!   proportion to their frequencies (to itself at the function's entry),
 //!   a predecessor ending in an instruction done at rename (nop, zeroing
-//!   idiom, eliminated move) keeping only a twentieth of its share.
+//!   idiom, eliminated move) keeping only a twentieth of its share; samples
+//!   on a call's return address go to the callee's `ret` when the callee is
+//!   analyzed with this function ([`crate::return_charges`]).
 //! - Mispredicts: after a conditional or indirect branch, samples on the
 //!   target and on the instruction after it may be the refetch (measured,
 //!   datasets/skid: the refill lands one past the target; after a branch
@@ -469,10 +471,16 @@ fn charge_responsible(
         cycles[to] += c;
         to
     };
+    // Samples on a return address are the callee's (charged to its `ret`).
+    for (i, &(s, c)) in code.from_returns.iter().enumerate() {
+        if s > 0.0 {
+            give(i, s, c);
+        }
+    }
     for i in 0..ni {
         let s = code.time_samples(i) as f64;
         let cyc = code.cycles[i];
-        if s == 0.0 {
+        if s == 0.0 || code.return_site[i] {
             continue;
         }
         let b = block_of[i];

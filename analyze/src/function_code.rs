@@ -11,6 +11,7 @@ use crate::image::ElfImage;
 use crate::samples::{EventInfo, ImageSamples};
 use crate::source_lines::SourceLines;
 
+#[derive(Clone)]
 pub struct FunctionCode {
     pub image_path: String,
     pub function: FunctionRange,
@@ -28,6 +29,13 @@ pub struct FunctionCode {
     /// Per instruction: it reads memory that stays in L1 while hot
     /// ([`crate::resident_loads`]).
     pub resident_loads: Vec<bool>,
+    /// Per instruction: the return address of a direct call to a function
+    /// analyzed with this one; its samples are that function's return's
+    /// ([`crate::return_charges`]).
+    pub return_site: Vec<bool>,
+    /// Per instruction (a `ret`): samples and cycles charged to it from
+    /// return addresses in its callers.
+    pub from_returns: Vec<(f64, f64)>,
 }
 
 /// The CFG of a function of `image`: branch targets labeled objdump-style
@@ -160,6 +168,8 @@ impl FunctionCode {
             lines,
             misaligned_samples: misaligned,
             resident_loads: crate::resident_loads::resident_loads(&cfg.insns, &image.symbols),
+            return_site: vec![false; cfg.insns.len()],
+            from_returns: vec![(0.0, 0.0); cfg.insns.len()],
             cfg,
         })
     }

@@ -60,6 +60,7 @@ pub fn analyze_image(
             Err(e) => failures.push(e),
         }
     }
+    crate::return_charges::charge_returns(&mut code);
     let refs = References::build(&image);
     let members: Vec<&FunctionCode> = code.iter().collect();
     let reports = solve(&members, machine, &refs, None)
@@ -180,7 +181,9 @@ pub fn analyze_with_callers(
             }
         }
     }
-    let members: Vec<&FunctionCode> = std::iter::once(code).chain(others.iter()).collect();
+    let mut all: Vec<FunctionCode> = std::iter::once(code.clone()).chain(others).collect();
+    crate::return_charges::charge_returns(&mut all);
+    let members: Vec<&FunctionCode> = all.iter().collect();
     phase("load linked functions");
     solve(&members, machine, &refs, Some(0))
         .into_iter()

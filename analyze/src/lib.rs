@@ -57,6 +57,7 @@ pub mod phase_timer;
 pub mod prof;
 pub mod report;
 pub mod resident_loads;
+pub mod return_charges;
 pub mod samples;
 pub mod source_lines;
 pub mod stall_summary;
