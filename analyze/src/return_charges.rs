@@ -36,15 +36,19 @@ pub fn charge_returns(codes: &mut [FunctionCode]) {
     for code in codes.iter_mut() {
         let insns = &code.cfg.insns;
         let targets: Vec<bool> = branch_targets(code);
-        for i in 0..insns.len().saturating_sub(1) {
-            let ins = &insns[i].instr;
-            if ins.flow_control() != FlowControl::Call || crate::disasm::is_bad(&insns[i]) {
-                continue;
-            }
-            let Some(&callee) = by_start.get(&ins.near_branch_target()) else {
+        let calls = insns.iter().enumerate().filter(|(_, d)| {
+            d.instr.flow_control() == FlowControl::Call && !crate::disasm::is_bad(d)
+        });
+        let mut sites = Vec::new();
+        for (i, d) in calls {
+            let Some(&callee) = by_start.get(&d.instr.near_branch_target()) else {
                 continue;
             };
-            let after = i + 1;
+            if i + 1 < insns.len() {
+                sites.push((i + 1, callee));
+            }
+        }
+        for (after, callee) in sites {
             if targets[after] {
                 continue;
             }
