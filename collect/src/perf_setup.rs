@@ -37,9 +37,9 @@ pub enum Rate {
 }
 
 /// Raw encoding for perf-event2's Builder.
-struct Encoded {
-    type_: u32,
-    config: u64,
+pub(crate) struct Encoded {
+    pub type_: u32,
+    pub config: u64,
 }
 
 impl Event for Encoded {

@@ -16,9 +16,7 @@
 //! kernel; it takes ~60 ms.
 
 use crate::db::writer::EventConfig;
-use perf_event::events::Event;
 use perf_event::{Builder, SampleFlag};
-use perf_event_open_sys::bindings::perf_event_attr;
 
 /// Runs of the chain, and the length of each (about 200 samples each at 20 kHz).
 const RUNS: usize = 5;
@@ -26,18 +24,6 @@ const RUN_SECONDS: f64 = 0.010;
 
 /// Ring buffer of each probe event (the samples are never read).
 const RING_BYTES: usize = 64 * 4096;
-
-struct Raw {
-    type_: u32,
-    config: u64,
-}
-
-impl Event for Raw {
-    fn update_attrs(self, attr: &mut perf_event_attr) {
-        attr.type_ = self.type_;
-        attr.config = self.config;
-    }
-}
 
 /// The chain's clock while `configs`' events sample this thread, or why it
 /// could not be measured. Each distinct event opened once, at its period
@@ -51,7 +37,7 @@ pub fn sampled_core_hz(configs: &[EventConfig], include_kernel: bool) -> Result<
             continue;
         }
         seen.push(&c.used);
-        let mut b = Builder::new(Raw {
+        let mut b = Builder::new(crate::perf_setup::Encoded {
             type_: c.used.type_,
             config: c.used.config,
         });
