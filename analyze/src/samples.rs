@@ -251,3 +251,53 @@ impl Profile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(core: Option<f64>, end: Option<f64>, sampled: Option<f64>) -> RunRow {
+        RunRow {
+            id: 1,
+            started_at: String::new(),
+            ended_at: None,
+            duration_s: None,
+            mode: "command".into(),
+            command: None,
+            target_pid: None,
+            exit_status: None,
+            interrupted: false,
+            complete: true,
+            hostname: None,
+            kernel: None,
+            kernel_build_id: None,
+            cpu_vendor: None,
+            cpu_family: None,
+            cpu_model: None,
+            cpu_model_name: None,
+            online_cpus: None,
+            core_hz: core,
+            core_hz_end: end,
+            tsc_hz: None,
+            sampled_core_hz: sampled,
+        }
+    }
+
+    #[test]
+    fn timer_samples_count_the_clock_sampled_code_gets() {
+        // No probe (schema 3 and older): the mean of the run's clocks.
+        let old = run(Some(3.0e9), Some(3.2e9), None);
+        assert_eq!(sampled_core_hz(&old), Some(3.1e9));
+        assert_eq!(sampling_kept(&old), None);
+        // The probe kept 75 % of the chain's clock at the end: the run's
+        // mean clock is scaled by that share.
+        let new = run(Some(3.6e9), Some(3.6e9), Some(2.7e9));
+        assert!((sampling_kept(&new).unwrap() - 0.75).abs() < 1e-12);
+        assert!((sampled_core_hz(&new).unwrap() - 2.7e9).abs() < 1.0);
+        // Sampling never speeds code up: a probe above the clock counts as none.
+        let fast = run(Some(3.0e9), Some(3.0e9), Some(3.1e9));
+        assert_eq!(sampled_core_hz(&fast), Some(3.0e9));
+        // No clock at all: no cycles.
+        assert_eq!(sampled_core_hz(&run(None, None, Some(1e9))), None);
+    }
+}
