@@ -94,7 +94,17 @@ impl PartialEq for PortNames {
 /// A lazily filled cache of [`Machine::class_at`] and
 /// [`Machine::class_ports`], emptied by [`Machine::class_mut`].
 #[derive(Debug, Clone, Default)]
-struct ClassTable(std::sync::OnceLock<Vec<(ClassCost, Vec<usize>)>>);
+struct ClassTable(std::sync::OnceLock<ClassEntries>);
+
+/// Per class of [`CLASSES`]: its cost, its ports (indices into
+/// [`Machine::ports`]) and the index of that set among the machine's
+/// distinct sets; and those sets, with their bit masks.
+#[derive(Debug, Clone, Default)]
+struct ClassEntries {
+    classes: Vec<(ClassCost, Vec<usize>, u16)>,
+    sets: Vec<Vec<usize>>,
+    masks: Vec<u64>,
+}
 
 impl PartialEq for ClassTable {
     fn eq(&self, _: &Self) -> bool {
@@ -246,27 +256,44 @@ impl Machine {
     /// Per class of [`CLASSES`]: its cost and its ports as indices into
     /// [`Machine::ports`] (the model asks on every block; a map of strings
     /// was a tenth of its time).
-    fn class_table(&self) -> &[(ClassCost, Vec<usize>)] {
+    fn class_table(&self) -> &ClassEntries {
         self.class_table.0.get_or_init(|| {
             let names = self.ports();
-            CLASSES
+            let mut sets: Vec<Vec<usize>> = Vec::new();
+            let classes = CLASSES
                 .iter()
                 .map(|c| {
                     let cost = self.class(c);
-                    let ports = cost
+                    let ports: Vec<usize> = cost
                         .ports
                         .iter()
                         .map(|p| names.iter().position(|x| x == p).unwrap_or(0))
                         .collect();
-                    (cost.clone(), ports)
+                    let set = match sets.iter().position(|s| *s == ports) {
+                        Some(k) => k,
+                        None => {
+                            sets.push(ports.clone());
+                            sets.len() - 1
+                        }
+                    };
+                    (cost.clone(), ports, set as u16)
                 })
-                .collect()
+                .collect();
+            let masks = sets
+                .iter()
+                .map(|s| s.iter().fold(0u64, |m, &p| m | 1u64 << p))
+                .collect();
+            ClassEntries {
+                classes,
+                sets,
+                masks,
+            }
         })
     }
 
     /// The cost of the class at `class` in [`CLASSES`] (`alu`'s past the end).
     pub fn class_at(&self, class: usize) -> &ClassCost {
-        let table = self.class_table();
+        let table = &self.class_table().classes;
         &table.get(class).unwrap_or(&table[0]).0
     }
 
@@ -274,8 +301,26 @@ impl Machine {
     /// in the description's order; `class` is an index into [`CLASSES`].
     pub fn class_ports(&self, class: usize) -> &[usize] {
         self.class_table()
+            .classes
             .get(class)
             .map_or(&[], |e| e.1.as_slice())
+    }
+
+    /// The index of a class's port set among [`Machine::port_sets`]
+    /// (`alu`'s past the end of [`CLASSES`]).
+    pub fn class_port_set(&self, class: usize) -> u16 {
+        let table = &self.class_table().classes;
+        table.get(class).unwrap_or(&table[0]).2
+    }
+
+    /// The distinct port sets of the classes, as indices into
+    /// [`Machine::ports`]; [`Machine::port_set_masks`] has them as bit masks.
+    pub fn port_sets(&self) -> &[Vec<usize>] {
+        &self.class_table().sets
+    }
+
+    pub fn port_set_masks(&self) -> &[u64] {
+        &self.class_table().masks
     }
 
     /// Every port name, sorted.

@@ -464,7 +464,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         let dyns = &g.dyns[half * n..half * n + n];
         port_bound(dyns.iter().flat_map(|dy| dy.uops.iter()).filter_map(|u| {
             let uo = &g.uops[u as usize];
-            let set = port_mask(g.port_sets[uo.ports as usize]);
+            let set = port_mask(&g.port_sets[uo.ports as usize]);
             (set != 0).then_some((set, uo.occupancy as f64))
         }))
     });

@@ -164,7 +164,7 @@ pub(crate) struct Graph<'a> {
     /// besides nops (a block of nops only would alternate between
     /// iterations).
     nop_fusion: bool,
-    pub port_sets: Vec<&'a [usize]>,
+    pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
     /// Per input: how many µops before its consumer the producer is
@@ -279,25 +279,17 @@ const TEMPLATE_SEARCH: usize = 6;
 impl<'a> Graph<'a> {
     pub fn new(m: &'a Machine, shapes: &'a [Shape]) -> Self {
         let n = shapes.len();
-        let mut port_sets: Vec<&'a [usize]> = Vec::new();
-        // Class costs and port sets by class name, remembered by the name's
-        // address (shapes name their class with static strings): the
-        // machine's table is a map of strings, and a block asks for a few
-        // classes many times.
-        let mut seen: Vec<(&'static str, &ClassCost, u16)> = Vec::new();
+        // Class costs and port sets (the machine's, by index) by class
+        // name, remembered by the name's address (shapes name their class
+        // with static strings): a block asks for a few classes many times.
+        let mut seen: smallvec::SmallVec<[(&'static str, &ClassCost, u16); 8]> =
+            smallvec::SmallVec::new();
         let mut class_of = |class: &'static str| -> (&'a ClassCost, u16) {
             if let Some(&(_, cost, set)) = seen.iter().find(|e| std::ptr::eq(e.0, class)) {
                 return (cost, set);
             }
             let k = crate::classify::class_index(class);
-            let (cost, ids) = (m.class_at(k), m.class_ports(k));
-            let set = match port_sets.iter().position(|s| *s == ids) {
-                Some(k) => k as u16,
-                None => {
-                    port_sets.push(ids);
-                    (port_sets.len() - 1) as u16
-                }
-            };
+            let (cost, set) = (m.class_at(k), m.class_port_set(k));
             seen.push((class, cost, set));
             (cost, set)
         };
@@ -352,7 +344,7 @@ impl<'a> Graph<'a> {
             m,
             shapes,
             costs,
-            port_sets,
+            port_sets: m.port_sets(),
             uops: arrays.uops,
             dyns: arrays.dyns,
             deps: arrays.deps,
@@ -1188,7 +1180,7 @@ pub(crate) fn simulate<'a>(
     port_load.resize(nports, 0);
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
-    masks.extend(g.port_sets.iter().map(|s| port_mask(s)));
+    masks.extend_from_slice(m.port_set_masks());
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
     let mut dispatch = DispatchState {
