@@ -291,7 +291,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             Unit,
             Ports,
         }
-        let mut reasons: Vec<(Why, u64)> = Vec::new();
+        let mut reasons: smallvec::SmallVec<[(Why, u64); 6]> = smallvec::SmallVec::new();
         let mut count = |w: Why| match reasons.iter_mut().find(|(x, _)| *x == w) {
             Some(e) => e.1 += 1,
             None => reasons.push((w, 1)),
@@ -349,9 +349,9 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             }
         }
         reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
-        let stalls: Vec<(u64, Stall)> = reasons
+        let stalls: Vec<Stall> = reasons
             .into_iter()
-            .map(|(w, n)| {
+            .map(|(w, _)| {
                 let stall = match w {
                     Why::Dispatch(0) => Stall::DispatchWidth,
                     Why::Dispatch(1) => Stall::RobFull,
@@ -390,7 +390,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         },
                     },
                 };
-                (n, stall)
+                stall
             })
             .collect();
         let dy = &g.dyns[show_iter * n + s];
@@ -445,7 +445,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             head_cycles: head as f64 / per_iter,
             m: 0.0,
             wait: wait as f64 / per_iter,
-            stalls: stalls.into_iter().map(|(_, s)| s).collect(),
+            stalls,
             notes,
         });
     }
@@ -499,7 +499,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         bottleneck
     };
 
-    let mut timeline = Vec::new();
+    let mut timeline = Vec::with_capacity(2 * n);
     for it in half..(half + 2).min(res.measured.end) {
         for s in 0..n {
             let dy = &g.dyns[it * n + s];
