@@ -64,6 +64,12 @@ pub struct Machine {
     /// general registers that are not renamed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_forward_latency_vector: Option<u32>,
+    /// Extra cycles of a load whose address has an index register scaled
+    /// (×2, ×4, ×8) or with a displacement (measured on Zen 4: `mov
+    /// (%rbx,%rax,8),%rax` 5 cycles a load, `mov 8(%rbx,%rax),%rax` 5,
+    /// `mov (%rbx,%rax),%rax` and `mov 8(%rax),%rax` 4).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub complex_address_latency: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     pub mispredict_penalty: u32,
@@ -77,6 +83,10 @@ pub struct Machine {
     /// [`Machine::ports`], computed once.
     #[serde(skip)]
     class_table: ClassTable,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
 }
 
 /// A lazily filled cache of [`Machine::ports`]; equal whatever it holds, so
@@ -225,6 +235,17 @@ impl Machine {
     /// The description as TOML (for a calibrated copy).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()
+    }
+
+    /// A load's latency beyond its class's for the address `addr`
+    /// ([`Machine::complex_address_latency`]).
+    pub fn address_latency(&self, addr: &crate::classify::MemAddr) -> u32 {
+        let indexed = addr.index != iced_x86::Register::None;
+        if indexed && (addr.scale > 1 || addr.disp != 0) {
+            self.complex_address_latency
+        } else {
+            0
+        }
     }
 
     /// Store-to-load forwarding latency, through a vector register or not.
