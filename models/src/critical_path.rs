@@ -61,7 +61,7 @@ pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
         // it, 6 without; the samples said about 5).
         if sh.load.is_some() && !sh.addr_reads.is_empty() {
             let load = machine.class(if sh.vector_mem { "vec_load" } else { "load" });
-            let extra = sh.load.as_ref().map_or(0, |a| machine.address_latency(a));
+            let extra = machine.load_address_latency(&sh);
             start = start.max(at(&sh.addr_reads, &ready) + u64::from(load.latency + extra));
         }
         let latency = if machine.eliminates_move(&sh) {

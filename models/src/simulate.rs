@@ -310,8 +310,7 @@ impl<'a> Graph<'a> {
                     slots: cost.uops.max(1) + (sh.load.is_some() && sh.store.is_some()) as u32,
                     exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
                     load_ports,
-                    load_latency: load_cost.latency
-                        + sh.load.as_ref().map_or(0, |a| m.address_latency(a)),
+                    load_latency: load_cost.latency + m.load_address_latency(sh),
                     fuse_next: fuse_next(s),
                     eliminated: (sh.zero_idiom && m.zero_idioms)
                         || m.eliminates_move(sh)
