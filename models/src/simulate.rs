@@ -160,6 +160,9 @@ pub(crate) struct Graph<'a> {
     /// Ports of a load whose value a store in flight gives (see `load_forwarded`).
     forwarded_load_ports: Option<u16>,
     store_data_ports: u16,
+    /// The store-data µop's latency: from its data to the store being done
+    /// (retirement waits for it; forwarding counts from its issue).
+    store_data_latency: u32,
     /// Nop fusion applies: the machine does it and the block has something
     /// besides nops (a block of nops only would alternate between
     /// iterations).
@@ -319,7 +322,7 @@ impl<'a> Graph<'a> {
             })
             .collect();
         let (store_addr_class, store_addr_ports) = class_of("store_addr");
-        let store_data_ports = class_of("store_data").1;
+        let (store_data_class, store_data_ports) = class_of("store_data");
         // Where the description says so, a load that gets its value from a
         // store in flight (forwarded or renamed) runs on its own ports.
         let forwarded_load_ports = m
@@ -339,6 +342,7 @@ impl<'a> Graph<'a> {
             store_addr_class,
             store_addr_ports,
             store_data_ports,
+            store_data_latency: store_data_class.latency,
             forwarded_load_ports,
             nop_fusion: m.nop_fusion && shapes.iter().any(|sh| !sh.is_nop),
             m,
@@ -684,7 +688,7 @@ impl<'a> Graph<'a> {
                     }
                     None => self.push_reg_deps(&sh.reads),
                 }
-                let data = self.push_uop(id, store_data_ports, 1, 1, from);
+                let data = self.push_uop(id, store_data_ports, self.store_data_latency, 1, from);
                 self.stores.push_back(StoreRec {
                     addr,
                     // A producer id no µop has: matches no load.
