@@ -18,6 +18,10 @@
 //! measurements: on a noisy host, runs merged this way converge on the
 //! undisturbed figure (the harness only ever measures too much). Relative paths are from the
 //! workspace root (e.g. `datasets/models/bhive-zen4.tsv`).
+//! `DCPI_BHIVE_INDEXED=1` also measures blocks that address memory through
+//! an index register they never write (the harness gives it a small value),
+//! `DCPI_BHIVE_INDEXED=only` only those: the default set has no indexed
+//! loads, so it cannot see their latency (a cycle more on Zen 4 when scaled).
 //! `DCPI_MACHINE=NAME|FILE.toml` models with that description instead of
 //! the host's (to rejudge another machine's saved set).
 //!
@@ -26,7 +30,7 @@
 
 use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::classify::shape;
-use dcpi_models::harness::{measurable, measure};
+use dcpi_models::harness::{measurable, measurable_indexed, measure};
 use dcpi_models::machine::Machine;
 use dcpi_models::measurement_set::{self, merge_least};
 use dcpi_models::schedule::{analyze, Options, RepeatMode};
@@ -54,6 +58,11 @@ const BINARIES: &[&str] = &[
 ];
 
 fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
+    // `DCPI_BHIVE_INDEXED=1` also takes blocks that address memory through
+    // an index register they never write; `=only` takes only those.
+    let indexed_mode = std::env::var("DCPI_BHIVE_INDEXED").unwrap_or_default();
+    let indexed = !indexed_mode.is_empty();
+    let only_indexed = indexed_mode == "only";
     let Ok(data) = std::fs::read(path) else {
         return Vec::new();
     };
@@ -74,7 +83,15 @@ fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
         let pos = d.position();
         let i = d.decode();
         if i.flow_control() != FlowControl::Next || i.is_invalid() {
-            if (3..=25).contains(&cur.len()) && measurable(&cur).is_none() {
+            let plain = measurable(&cur).is_none();
+            let ok = if only_indexed {
+                !plain && measurable_indexed(&cur).is_none()
+            } else if indexed {
+                plain || measurable_indexed(&cur).is_none()
+            } else {
+                plain
+            };
+            if (3..=25).contains(&cur.len()) && ok {
                 let bytes = code[start..pos].to_vec();
                 if seen.insert(bytes.clone()) {
                     out.push(bytes);

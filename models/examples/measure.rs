@@ -11,7 +11,7 @@
 //! models with another description than the host's.
 
 use dcpi_models::block::{decode, parse_hex};
-use dcpi_models::harness::{measurable, measure};
+use dcpi_models::harness::{measurable_indexed, measure};
 use dcpi_models::machine::Machine;
 use dcpi_models::schedule::{analyze, Options, RepeatMode};
 
@@ -38,7 +38,7 @@ fn main() {
             }
         };
         let instructions: Vec<_> = block.iter().map(|d| d.instr).collect();
-        if let Some(why) = measurable(&instructions) {
+        if let Some(why) = measurable_indexed(&instructions) {
             eprintln!("{arg}: not measurable: {why}");
             continue;
         }

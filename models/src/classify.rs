@@ -511,9 +511,12 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     }
                 }
                 Mnemonic::Lea => {
+                    // A displacement field counts even when it is 0 (rbp and
+                    // r13 as a base force one): measured on Zen 4, `lea
+                    // (%r13,%rcx),%rax` (disp8 0) runs as `lea 8(%rsi,%rcx)`.
                     let three = i.memory_base() != Register::None
                         && i.memory_index() != Register::None
-                        && i.memory_displacement64() != 0;
+                        && (i.memory_displacement64() != 0 || i.memory_displ_size() > 0);
                     if three {
                         "lea3"
                     } else {

@@ -889,6 +889,29 @@ mod tests {
         ));
     }
 
+    /// Measured on Zen 4 (models/examples/measure.rs): a three-part `lea`
+    /// holds an ALU two cycles — four take 2.00 cycles, two with two adds
+    /// 1.50 — and a zero displacement byte (rbp, r13 as a base) makes one.
+    #[test]
+    fn zen4_three_part_lea_holds_an_alu_two_cycles() {
+        let four = "48 8d 44 0e 08 48 8d 5c 0e 08 48 8d 54 0e 08 48 8d 7c 0e 08";
+        assert!(close(cpi(four, "zen4"), 2.0));
+        let with_adds = "48 8d 44 0e 08 48 8d 5c 0e 08 48 01 f2 48 01 f7";
+        assert!(close(cpi(with_adds, "zen4"), 1.5));
+        // lea (%r13,%rcx),%rax: disp8 0.
+        let r13 = "49 8d 44 0d 00 49 8d 5c 0d 00 49 8d 74 0d 00 49 8d 7c 0d 00";
+        assert!(close(cpi(r13, "zen4"), 2.0));
+        // Two parts, scaled or not: four a cycle.
+        assert!(close(
+            cpi("48 8d 04 0e 48 8d 1c 0e 48 8d 14 0e 48 8d 3c 0e", "zen4"),
+            1.0
+        ));
+        assert!(close(
+            cpi("48 8d 04 4e 48 8d 1c 4e 48 8d 14 4e 48 8d 3c 4e", "zen4"),
+            1.0
+        ));
+    }
+
     #[test]
     fn zen4_serves_one_load_per_cycle_from_stores_in_flight() {
         // Measured here: a store and a load of the same address (renamed or
