@@ -72,6 +72,14 @@ pub struct Machine {
     /// it, 10.05 scaled: not modeled).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub complex_address_latency: u32,
+    /// Instructions dispatched per cycle in a block that stores through an
+    /// index register, where fewer than `dispatch_width` (0: no limit).
+    /// Measured on Zen 4: three moves and `mov %rax,(%rsi,%rbx)` 1.00
+    /// cycles, with `mov %rax,(%rsi)` 0.75; two moves and the indexed store
+    /// 0.75, with the plain one 0.50 — four a cycle, as the decoders give
+    /// when the op cache does not (the mechanism is a guess).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub indexed_store_width: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     pub mispredict_penalty: u32,

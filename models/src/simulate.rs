@@ -1171,8 +1171,15 @@ pub(crate) fn simulate<'a>(
 ) -> SimResult<'a> {
     let n = shapes.len();
     let mut g = Graph::new(m, shapes);
+    let indexed_store = shapes.iter().any(|sh| {
+        sh.store
+            .is_some_and(|a| a.index != iced_x86::Register::None)
+    });
     let (width, rob_cap, retire_w, bytes_pc) = (
-        m.dispatch_width,
+        match m.indexed_store_width {
+            w if w > 0 && indexed_store => w.min(m.dispatch_width),
+            _ => m.dispatch_width,
+        },
         m.rob_size as usize,
         m.retire_width,
         m.decode_bytes.max(16),
