@@ -15,7 +15,7 @@
 //! Limits: the model assumes every load hits L1 and every branch is
 //! predicted (best case, as DCPI's). Its accuracy against the hosts is in
 //! BENCHMARKS.md: Zen 4 4.0 % MAPE / Kendall's τ 0.903 on 274 blocks of
-//! /usr/bin (llvm-mca-19 26.7 % / 0.716) — 8.0 % / 0.866 on blocks with
+//! /usr/bin (llvm-mca-19 26.7 % / 0.716) — 7.2 % / 0.859 on blocks with
 //! indexed addressing, which the harness measures since session 15 —, Zen 3
 //! 5.3 % / 0.892, Golden Cove 8.2 % / 0.853; Skylake, Zen 5 and the generic description are from
 //! vendor and published figures, unmeasured. It models ~0.69 M instructions
