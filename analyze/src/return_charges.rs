@@ -19,6 +19,7 @@
 //! may be the jump's); samples landing on a callee's first instruction
 //! still stay there.
 
+use crate::cfg::EdgeKind;
 use crate::function_code::FunctionCode;
 use iced_x86::FlowControl;
 use std::collections::HashMap;
@@ -75,14 +76,13 @@ pub fn charge_returns(codes: &mut [FunctionCode]) {
     }
 }
 
-/// Per instruction: some branch of the function jumps to it.
+/// Per instruction: some branch of the function jumps to it (an edge into
+/// its block that is not a fall-through).
 fn branch_targets(code: &FunctionCode) -> Vec<bool> {
     let cfg = &code.cfg;
     let mut out = vec![false; cfg.insns.len()];
     for b in 0..cfg.blocks.len() {
-        let is_target = cfg
-            .predecessors(b)
-            .any(|e| cfg.blocks[e.from].insns.end != cfg.blocks[b].insns.start);
+        let is_target = cfg.predecessors(b).any(|e| e.kind != EdgeKind::FallThrough);
         if is_target {
             out[cfg.blocks[b].insns.start] = true;
         }
