@@ -82,6 +82,18 @@ pub struct Machine {
     pub indexed_store_width: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
+    /// Cycles a 1- or 2-byte store holds up store commit when its cache
+    /// line was written, by an earlier group of stores to that line, fewer
+    /// than [`Machine::narrow_store_window`] cycles before (0: never).
+    /// Measured on Zen 3: `mov %cl,(%r8); mov %rdx,64(%r8)` 5.00 cycles a
+    /// copy, with `mov %ecx,(%r8)` 2.00; three lines 6.00, four 7.00, five
+    /// 5.00; a byte store and a wider one to the same line 1.00; Zen 4 does
+    /// not do it (the same BHive blocks 2.5 there, 5.0 on Zen 3).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub narrow_store_stall: u32,
+    /// See [`Machine::narrow_store_stall`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub narrow_store_window: u32,
     pub mispredict_penalty: u32,
     /// By class name (see [`Machine::class`]; changed through
     /// [`Machine::class_mut`], which keeps the per-class tables right).

@@ -1138,8 +1138,32 @@ struct RetireState {
     cycle: u64,
     count: u32,
     commits: u32,
-    last_store_line: Option<(iced_x86::Register, iced_x86::Register, i64)>,
+    last_store_line: Option<StoreLine>,
+    /// The last lines stores were committed to, each with the cycle its
+    /// last group of stores committed in, for the narrow-store stall.
+    recent_lines: [RecentLine; RECENT_LINES],
+    next_recent: usize,
+    /// The line of the current group of stores, if that group was held up
+    /// already (once per group).
+    held: Option<StoreLine>,
 }
+
+/// A line stores were committed to lately: the cycle of its last commit
+/// and of the last commit of its group before the current one.
+#[derive(Clone, Copy, Default)]
+struct RecentLine {
+    line: Option<StoreLine>,
+    last: Option<u64>,
+    before: Option<u64>,
+}
+
+/// A cache line as the model knows it: the address's registers and its
+/// displacement's 64-byte line.
+type StoreLine = (iced_x86::Register, iced_x86::Register, i64);
+
+/// Lines [`RetireState`] remembers (the stall's window is a few cycles, in
+/// which at most `store_commit` lines a cycle are written).
+const RECENT_LINES: usize = 8;
 
 impl RetireState {
     fn move_to(&mut self, cycle: u64) {
@@ -1149,6 +1173,52 @@ impl RetireState {
             self.commits = 0;
         }
     }
+}
+
+/// [`Machine::narrow_store_stall`]: whether the store to `line` (of `size`
+/// bytes, starting a new group of stores to one line or not) is held up
+/// now; otherwise records its commit in the current cycle.
+fn narrow_store_held(
+    m: &Machine,
+    retire: &mut RetireState,
+    line: StoreLine,
+    size: usize,
+    new_group: bool,
+) -> bool {
+    let k = match retire
+        .recent_lines
+        .iter()
+        .position(|l| l.line == Some(line))
+    {
+        Some(k) => k,
+        None => {
+            let k = retire.next_recent;
+            retire.next_recent = (k + 1) % RECENT_LINES;
+            retire.recent_lines[k] = RecentLine {
+                line: Some(line),
+                last: None,
+                before: None,
+            };
+            k
+        }
+    };
+    let recent = &mut retire.recent_lines[k];
+    // (A store that was held comes back as the start of its group still.)
+    if new_group && retire.held != Some(line) {
+        // The line's previous group ended at its last commit.
+        recent.before = recent.last;
+        retire.held = None;
+    }
+    if size <= 2 && retire.held != Some(line) {
+        let before = recent.before;
+        if before.is_some_and(|c| retire.cycle < c + m.narrow_store_window as u64) {
+            // Held up: its line was written moments ago.
+            retire.held = Some(line);
+            return true;
+        }
+    }
+    retire.recent_lines[k].last = Some(retire.cycle);
+    false
 }
 
 /// Runs `shapes` back to back on `m` until the steady state (at most
@@ -1205,6 +1275,9 @@ pub(crate) fn simulate<'a>(
         count: 0,
         commits: 0,
         last_store_line: None,
+        recent_lines: [RecentLine::default(); RECENT_LINES],
+        next_recent: 0,
+        held: None,
     };
     let mut steady = Steady::new(stop_early);
     let mut measured = (iterations / 2)..iterations;
@@ -1331,8 +1404,15 @@ pub(crate) fn simulate<'a>(
             }
             if let Some(addr) = sh.store {
                 let line = (addr.base, addr.index, addr.disp as i64 >> 6);
-                if retire.commits >= m.store_commit && retire.last_store_line != Some(line) {
+                let new_group = retire.last_store_line != Some(line);
+                if retire.commits >= m.store_commit && new_group {
                     retire.move_to(retire.cycle + 1);
+                    continue;
+                }
+                if m.narrow_store_stall > 0
+                    && narrow_store_held(m, &mut retire, line, addr.size, new_group)
+                {
+                    retire.move_to(retire.cycle + m.narrow_store_stall as u64);
                     continue;
                 }
                 retire.commits += 1;
