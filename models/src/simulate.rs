@@ -27,6 +27,51 @@ use std::ops::Range;
 use std::sync::Arc;
 
 const NONE: u32 = u32::MAX;
+/// `NONE - 1`, as a pattern.
+const NONE_1: u32 = u32::MAX - 1;
+
+/// Marks a value key that names a value, not the µop producing it (see
+/// [`Graph::keys`]); µop ids stay below it.
+const KEY_FLAG: u32 = 0x8000_0000;
+
+/// The value key of a register a zero idiom cleared. Value keys: this,
+/// memory keys ([`memory_key`]) up to `0x9fff_fff0`, immediates stored
+/// from `0xa000_0000`, registers' values on entry from `0xc000_0000`.
+const ZERO_KEY: u32 = KEY_FLAG | 0x10;
+
+/// The value key of what register `r` held on entry to the block.
+fn initial_key(r: Reg) -> u32 {
+    0xc000_0000 | (r as u32) << 4
+}
+
+/// Whether a value key is a register's on entry ([`initial_key`]).
+fn is_initial_key(k: u32) -> bool {
+    k != NONE && k != NONE - 1 && k & 0xc000_0000 == 0xc000_0000
+}
+
+/// The value key of the immediate static store `s` writes.
+fn immediate_key(s: usize) -> u32 {
+    0xa000_0000 | ((s as u32) & 0x01ff_ffff) << 4
+}
+
+/// The value key of what a load reads from `addr` (its registers' keys
+/// `keys`, all values on entry, [`initial_key`]) when no store in flight
+/// wrote it: the same every time memory there is read again without a
+/// store to it in between.
+fn memory_key(addr: &MemAddr, keys: &[u32; 4]) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |x: u64| h = (h ^ x).wrapping_mul(0x0100_0000_01b3);
+    mix(addr.base as u64);
+    mix(addr.index as u64);
+    mix(addr.scale as u64);
+    mix(addr.disp);
+    mix(addr.size as u64);
+    for &k in keys {
+        mix(k as u64);
+    }
+    // Clear of the other keys (see `ZERO_KEY`).
+    KEY_FLAG | ((h ^ (h >> 32)) as u32 & 0x1fff_fff0).max(0x20)
+}
 
 /// A range of graph indices that is `Copy`: iterations are copied in bulk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,12 +186,13 @@ struct StaticCost<'a> {
     eliminated: bool,
 }
 
-/// A store the next loads may read: address, producers of its address
-/// registers, store-data µop, static index.
+/// A store the next loads may read: address, value keys of its address
+/// registers, store-data µop, the value key of the data, static index.
 struct StoreRec {
     addr: MemAddr,
     prod: [u32; 4],
     data: u32,
+    data_key: u32,
     stat: usize,
 }
 
@@ -177,6 +223,13 @@ pub(crate) struct Graph<'a> {
     pub why: Vec<DepWhy>,
     /// Producer of each register in `written`, same order.
     producer: Vec<u32>,
+    /// The value each register in `written` holds, as a key: the µop that
+    /// computed it, or (with [`KEY_FLAG`]) a value named by where it was
+    /// loaded from — a pointer reloaded from the same place is the same
+    /// pointer, so stores and loads through it meet (a loop's `mov
+    /// 0x18(%rbp),%rax; addq $1,(%rax)` is a chain through memory).
+    /// Addresses are matched by keys, dependencies follow producers.
+    keys: Vec<u32>,
     stores: VecDeque<StoreRec>,
     /// Iterations built.
     pub built: usize,
@@ -208,7 +261,8 @@ pub(crate) struct Graph<'a> {
 #[derive(PartialEq, Default)]
 struct BuilderState {
     producer: Vec<i64>,
-    stores: Vec<(usize, i64, [i64; 4])>,
+    keys: Vec<i64>,
+    stores: Vec<(usize, i64, i64, [i64; 4])>,
 }
 
 /// A graph's big arrays, handed from one graph to the next on a thread
@@ -222,6 +276,7 @@ struct GraphArrays {
     uop_start: Vec<u32>,
     dep_start: Vec<u32>,
     producer: Vec<u32>,
+    keys: Vec<u32>,
     written: Vec<Reg>,
     stores: VecDeque<StoreRec>,
     states: [BuilderState; 2],
@@ -238,6 +293,7 @@ impl GraphArrays {
         self.uop_start.clear();
         self.dep_start.clear();
         self.producer.clear();
+        self.keys.clear();
         self.written.clear();
         self.stores.clear();
         self.head.clear();
@@ -261,6 +317,7 @@ impl Drop for Graph<'_> {
             uop_start: std::mem::take(&mut self.uop_start),
             dep_start: std::mem::take(&mut self.dep_start),
             producer: std::mem::take(&mut self.producer),
+            keys: std::mem::take(&mut self.keys),
             written: std::mem::take(&mut self.written),
             stores: std::mem::take(&mut self.stores),
             states: [
@@ -337,6 +394,8 @@ impl<'a> Graph<'a> {
         written.dedup();
         let mut producer = arrays.producer;
         producer.resize(written.len(), NONE);
+        let mut keys = arrays.keys;
+        keys.extend(written.iter().map(|&r| initial_key(r)));
         let [last_state, next_state] = arrays.states;
         Graph {
             store_addr_class,
@@ -354,6 +413,7 @@ impl<'a> Graph<'a> {
             deps: arrays.deps,
             why: arrays.why,
             producer,
+            keys,
             stores: arrays.stores,
             built: 0,
             template: None,
@@ -395,16 +455,35 @@ impl<'a> Graph<'a> {
         let rel = |x: u32| match x {
             NONE => -1,
             x if x == NONE - 1 => -2,
+            // A value key names a value, not a µop: absolute.
+            x if x & KEY_FLAG != 0 => x as i64 + (1 << 40),
             x => end - x as i64,
         };
         out.producer.clear();
         out.producer.extend(self.producer.iter().map(|&p| rel(p)));
+        out.keys.clear();
+        out.keys.extend(self.keys.iter().map(|&p| rel(p)));
+        // The stores a load can still find: the newest of each static store
+        // and address (an older one is shadowed), not the first
+        // iteration's — its registers held their values on entry and its
+        // loads found no store, so the next iterations' addresses differ
+        // from its addresses and its data from theirs.
         out.stores.clear();
-        out.stores.extend(
-            self.stores
-                .iter()
-                .map(|st| (st.stat, rel(st.data), st.prod.map(rel))),
-        );
+        let first_end = self
+            .uop_start
+            .get(1)
+            .map_or(self.uops.len(), |&u| u as usize);
+        for st in self.stores.iter().rev() {
+            if (st.data as usize) < first_end {
+                break;
+            }
+            let prod = st.prod.map(rel);
+            if !out.stores.iter().any(|o| o.0 == st.stat && o.3 == prod) {
+                out.stores
+                    .push((st.stat, rel(st.data), rel(st.data_key), prod));
+            }
+        }
+        out.stores.reverse();
     }
 
     /// Appends one iteration: a shifted copy of the template once the graph
@@ -492,6 +571,7 @@ impl<'a> Graph<'a> {
         let (a, b) = (&last.stores, &now.stores);
         let tail = a.len().min(b.len());
         last.producer == now.producer
+            && last.keys == now.keys
             && a[a.len() - tail..] == b[b.len() - tail..]
             && (b.len() == a.len() || a.len() < 64)
             && now.producer.iter().all(|&p| p <= reach)
@@ -535,9 +615,18 @@ impl<'a> Graph<'a> {
         }
     }
 
-    fn set_producer(&mut self, r: Reg, u: u32) {
+    /// A register's value key (see [`Graph::keys`]).
+    fn key(&self, r: Reg) -> u32 {
+        match self.written.iter().position(|&w| w == r) {
+            Some(k) => self.keys[k],
+            None => initial_key(r),
+        }
+    }
+
+    fn set_producer(&mut self, r: Reg, u: u32, key: u32) {
         if let Some(k) = self.written.iter().position(|&w| w == r) {
             self.producer[k] = u;
+            self.keys[k] = key;
         }
     }
 
@@ -603,9 +692,11 @@ impl<'a> Graph<'a> {
             // an access neither forwards nor is forwarded to.
             let addr_known = sh.addr_reads.len() <= addr_prod.len();
             for (k, r) in sh.addr_reads.iter().take(4).enumerate() {
-                addr_prod[k] = self.producer(*r);
+                addr_prod[k] = self.key(*r);
             }
             let mut load_uop = None;
+            // The value key of what the load reads (see `Graph::keys`).
+            let mut load_key = NONE;
             if let Some(addr) = sh.load {
                 let from = self.deps.len() as u32;
                 self.push_reg_deps(&sh.addr_reads);
@@ -616,11 +707,24 @@ impl<'a> Graph<'a> {
                         .iter()
                         .rev()
                         .find(|st| st.addr == addr && st.prod == addr_prod)
-                        .map(|st| (st.data, st.stat))
+                        .map(|st| (st.data, st.stat, st.data_key))
                 } else {
                     None
                 };
-                if let Some((data, st)) = found {
+                if addr_known {
+                    load_key = match found {
+                        Some((_, _, key)) if !sh.extending_load => key,
+                        Some(_) => NONE - 1, // a new value (set below)
+                        // Named by its address when that is the same every
+                        // iteration (registers the block never writes): a
+                        // name built on names would grow without end.
+                        None if addr_prod.iter().all(|&k| k == NONE || is_initial_key(k)) => {
+                            memory_key(&addr, &addr_prod)
+                        }
+                        None => NONE - 1,
+                    };
+                }
+                if let Some((data, st, _)) = found {
                     forwarded = true;
                     let stack =
                         matches!(addr.base, iced_x86::Register::RSP | iced_x86::Register::RBP)
@@ -655,6 +759,9 @@ impl<'a> Graph<'a> {
                     }
                 }
                 load_uop = Some(self.push_uop(id, load_ports, latency, 1, from));
+                if matches!(load_key, NONE | NONE_1) {
+                    load_key = load_uop.unwrap_or(NONE);
+                }
                 if let (true, Some(ports)) = (forwarded, self.forwarded_load_ports) {
                     // Its turn at the one-per-cycle forwarding path, beside
                     // the load port it still takes.
@@ -689,11 +796,18 @@ impl<'a> Graph<'a> {
                     None => self.push_reg_deps(&sh.reads),
                 }
                 let data = self.push_uop(id, store_data_ports, self.store_data_latency, 1, from);
+                let data_key = match (exec_uop, sh.reads.first()) {
+                    (Some(e), _) => e,
+                    (None, Some(&r)) => self.key(r),
+                    // An immediate: the same value every time.
+                    (None, None) => immediate_key(s),
+                };
                 self.stores.push_back(StoreRec {
                     addr,
                     // A producer id no µop has: matches no load.
                     prod: if addr_known { addr_prod } else { [NONE - 1; 4] },
                     data,
+                    data_key,
                     stat: s,
                 });
                 if self.stores.len() > 64 {
@@ -703,12 +817,15 @@ impl<'a> Graph<'a> {
             // Results: the execution µop, else the load; eliminated moves alias the source.
             for &w in &sh.writes {
                 if sh.zero_idiom && m.zero_idioms {
-                    self.set_producer(w, NONE);
+                    self.set_producer(w, NONE, ZERO_KEY);
                 } else if let Some(e) = exec_uop {
-                    self.set_producer(w, e);
+                    self.set_producer(w, e, e);
                 } else if m.eliminates_move(sh) {
-                    let p = sh.reads.first().map_or(NONE, |r| self.producer(*r));
-                    self.set_producer(w, p);
+                    let (p, key) = sh
+                        .reads
+                        .first()
+                        .map_or((NONE, NONE), |r| (self.producer(*r), self.key(*r)));
+                    self.set_producer(w, p, key);
                 } else if sh.imm_add && m.immediate_folding {
                     // Folded at rename: the value is ready when its source is.
                     let src = sh
@@ -717,9 +834,13 @@ impl<'a> Graph<'a> {
                         .chain(sh.addr_reads.iter())
                         .find(|r| **r != FLAGS);
                     let p = src.map_or(NONE, |r| self.producer(*r));
-                    self.set_producer(w, p);
+                    // A new value, though no µop computes it: named by its
+                    // place in the µop stream, the id the next µop gets
+                    // (the same distance back from every iteration's end).
+                    let key = self.uops.len() as u32;
+                    self.set_producer(w, p, key);
                 } else if let Some(l) = load_uop {
-                    self.set_producer(w, l);
+                    self.set_producer(w, l, load_key);
                 }
             }
             self.dyns.push(Dyn {
