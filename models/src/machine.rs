@@ -80,6 +80,15 @@ pub struct Machine {
     /// when the op cache does not (the mechanism is a guess).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub indexed_store_width: u32,
+    /// Cycles around a read-modify-write's chain through memory (its load
+    /// forwarded from its own store of the iteration before, the
+    /// operation, the store) where that is less than the parts in series
+    /// (0: the parts). Measured on Zen 3: `addq $1,(%rax)` through a
+    /// reloaded pointer 6.04 cycles, `orl $4,8(%rbx)` 6.21, `add
+    /// %rax,8(%rbx)` 6.23, where a store and a load round trip alone take
+    /// 6.26: the operation's cycle is hidden.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rmw_round_trip: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     /// Cycles a 1- or 2-byte store holds up store commit when its cache

@@ -39,9 +39,19 @@ pub fn merge_least(old: &str, new: &str) -> (String, usize) {
         match merged.get_mut(&row.hex) {
             Some(kept) if row.cycles < kept.cycles => {
                 lowered += 1;
-                *kept = row;
+                // llvm-mca's figure is the same in every run: keep one.
+                let mca = if row.mca == "-" {
+                    kept.mca.clone()
+                } else {
+                    row.mca.clone()
+                };
+                *kept = Row { mca, ..row };
             }
-            Some(_) => {}
+            Some(kept) => {
+                if kept.mca == "-" {
+                    kept.mca = row.mca;
+                }
+            }
             None => {
                 merged.insert(row.hex.clone(), row);
             }

@@ -756,6 +756,12 @@ impl<'a> Graph<'a> {
                         // From the store data's issue to the load's result.
                         let vector = shapes[st].vector_mem || sh.vector_mem;
                         latency = m.forward_latency(vector).saturating_sub(1).max(1);
+                        if m.rmw_round_trip > 0 && shapes[st].load.is_some() && !vector {
+                            // A read-modify-write's own chain: the round trip
+                            // less the operation and the store data.
+                            let parts = self.costs[st].latency + self.store_data_latency;
+                            latency = m.rmw_round_trip.saturating_sub(parts).max(1);
+                        }
                     }
                 }
                 load_uop = Some(self.push_uop(id, load_ports, latency, 1, from));
