@@ -34,6 +34,7 @@ pub const CLASSES: &[&str] = &[
     "vec_alu",
     "vec_mov",
     "vec_shuffle",
+    "vec_shift",
     "vec_lane_cross",
     "vec_imul",
     "vec_imul_narrow",
@@ -225,6 +226,11 @@ fn vector_class(m: &str, zmm: bool) -> Option<&'static str> {
         ],
     ) {
         return int("vec_shuffle");
+    }
+    // Element shifts (the byte shifts are shuffles, above): two pipes on
+    // Zen 3, measured, where `vec_alu` has four.
+    if starts(m, &["psll", "psrl", "psra"]) {
+        return int("vec_shift");
     }
     if starts(
         m,

@@ -181,10 +181,17 @@ impl Machine {
 
     /// Parses and checks a description.
     pub fn parse(name: &str, text: &str) -> Result<Machine, MachineError> {
-        let m: Machine = toml::from_str(text).map_err(|e| MachineError::Invalid {
+        let mut m: Machine = toml::from_str(text).map_err(|e| MachineError::Invalid {
             name: name.into(),
             detail: e.to_string(),
         })?;
+        // Descriptions written before `vec_shift` was its own class (a
+        // calibrated copy, say): shifts cost what other vector ops did.
+        if !m.classes.contains_key("vec_shift") {
+            if let Some(alu) = m.classes.get("vec_alu").cloned() {
+                m.classes.insert("vec_shift".into(), alu);
+            }
+        }
         for c in CLASSES {
             if !m.classes.contains_key(*c) && !OPTIONAL_CLASSES.contains(c) {
                 return Err(MachineError::Invalid {

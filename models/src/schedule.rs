@@ -949,6 +949,18 @@ mod tests {
         assert_eq!(cpi(&format!("{byte} {next_line}"), "zen4"), 2.0);
     }
 
+    /// Vector element shifts have their own class: two pipes on Zen 3
+    /// (measured: four independent `psrlq $0x20` 2.00 cycles), p0/p1 on
+    /// Golden Cove, as other vector ops on Zen 4 (its profile of the kernels
+    /// matmul loop allows no fewer).
+    #[test]
+    fn vector_shifts_run_where_the_machine_shifts() {
+        let shifts = "66 0f 73 d0 20 66 0f 73 d1 20 66 0f 73 d2 20 66 0f 73 d5 20";
+        assert_eq!(cpi(shifts, "zen3"), 2.0);
+        assert_eq!(cpi(shifts, "golden-cove"), 2.0);
+        assert_eq!(cpi(shifts, "zen4"), 1.0);
+    }
+
     /// A pointer reloaded from the same place is the same pointer: stores
     /// and loads through it meet across iterations.
     #[test]
