@@ -4,13 +4,19 @@
 # ones in datasets/analyzer: the same code, sampled on another machine).
 # The accuracy of the analyzer then reads, for that host's model:
 #   benches/accuracy_table.py --set HOST
-# Usage: datasets/analyzer/record_profiles.sh HOST [NAME...]
+# Usage: [DCPI_RECORD_FREQ=HZ] datasets/analyzer/record_profiles.sh HOST [NAME...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 host=${1:?"usage: $0 HOST [NAME...] (e.g. zen4: a directory name for this host's profiles)"}
 shift
 only=("$@")
+# DCPI_RECORD_FREQ: samples per second (default 20000, as record.sh). A
+# virtual machine whose timer interrupts are exits can slow the sampled code
+# far more than the collector's probe sees: on a Zen 3 KVM guest, 20 kHz
+# made ./kernels 1.8x slower (the probe said 1.47x) and its frequency
+# estimates 1.3-2x high; 5 kHz cost 8-12 % and left them within 5 %.
+freq=${DCPI_RECORD_FREQ:-20000}
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 dcpi="$root/target/release/dcpi"
 mkdir -p "$here/$host"
@@ -18,7 +24,7 @@ profile() { # name args...
     local name=$1; shift
     if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $name "* ]]; then return; fi
     rm -f "$here/$host/$name.db"*
-    (cd "$here" && "$dcpi" collect -F 20000 -o "$here/$host/$name.db" -- "./$name" "$@" >/dev/null)
+    (cd "$here" && "$dcpi" collect -F "$freq" -o "$here/$host/$name.db" -- "./$name" "$@" >/dev/null)
     echo "profiled $name: $(du -h "$here/$host/$name.db" | cut -f1)"
 }
 # The same workloads and arguments as record.sh.
