@@ -77,6 +77,14 @@ fn uname() -> (String, String) {
     )
 }
 
+/// Whether this runs under a hypervisor (CPUID leaf 1, ECX bit 31, which
+/// every x86 hypervisor sets for its guests).
+#[cfg(target_arch = "x86_64")]
+pub fn is_virtual_machine() -> bool {
+    let r = std::arch::x86_64::__cpuid(1);
+    r.ecx & (1 << 31) != 0
+}
+
 /// Number of CPUs online now.
 pub fn online_cpus() -> u32 {
     // SAFETY: sysconf has no preconditions.
