@@ -325,6 +325,8 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::DispatchWidth => 'w',
         Stall::RobFull => 'r',
         Stall::FrontEnd { .. } => 'f',
+        Stall::RetireWidth { .. } => 't',
+        Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } => 's',
     }
 }
 

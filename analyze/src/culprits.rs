@@ -129,6 +129,23 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "fetch/decode bytes".into(),
             format!("{bytes_per_cycle} bytes per cycle used up"),
         ),
+        Stall::RetireWidth { per_cycle } => (
+            "retire".into(),
+            "retire width".into(),
+            format!("done, but {per_cycle} instructions had retired that cycle"),
+        ),
+        Stall::StoreCommit { per_cycle } => (
+            "commit".into(),
+            "store commit".into(),
+            format!("a store to another cache line: {per_cycle} line(s) commit a cycle"),
+        ),
+        Stall::NarrowStoreCommit { cycles } => (
+            "commit".into(),
+            "narrow store commit".into(),
+            format!(
+                "a byte or word store to a line other stores wrote moments before holds commit {cycles} cycles"
+            ),
+        ),
     }
 }
 

@@ -28,7 +28,7 @@ use crate::classify::{shape, Reg, Shape};
 use crate::machine::Machine;
 use crate::simulate::{
     chain_free_rate, chain_rate, port_bound, port_mask, simulate, DepWhy, DispatchStall,
-    LOAD_RESULT,
+    RetireStall, LOAD_RESULT,
 };
 use iced_x86::InstructionInfoFactory;
 use serde::Serialize;
@@ -58,6 +58,14 @@ pub enum Stall {
     RobFull,
     /// Fetch/decode bytes per cycle used up (long encodings).
     FrontEnd { bytes_per_cycle: u32 },
+    /// Done, older ones retired, but the cycle's retire width used up.
+    RetireWidth { per_cycle: u32 },
+    /// A store done, but the cycle's store commits (to another cache
+    /// line) used up.
+    StoreCommit { per_cycle: u32 },
+    /// A byte or word store to a cache line other stores wrote moments
+    /// before: commit held (`narrow_store_stall`, measured on Zen 3).
+    NarrowStoreCommit { cycles: u32 },
 }
 
 /// One instruction's result.
@@ -290,6 +298,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             Forward(usize),
             Unit,
             Ports,
+            Retire(u8),
         }
         let mut reasons: smallvec::SmallVec<[(Why, u64); 6]> = smallvec::SmallVec::new();
         let mut count = |w: Why| match reasons.iter_mut().find(|(x, _)| *x == w) {
@@ -304,6 +313,12 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 Some(DispatchStall::Width) => count(Why::Dispatch(0)),
                 Some(DispatchStall::RobFull) => count(Why::Dispatch(1)),
                 Some(DispatchStall::FrontEnd) => count(Why::Dispatch(2)),
+                None => {}
+            }
+            match dy.retire_stall {
+                Some(RetireStall::Width) => count(Why::Retire(0)),
+                Some(RetireStall::StoreCommit) => count(Why::Retire(1)),
+                Some(RetireStall::NarrowStore) => count(Why::Retire(2)),
                 None => {}
             }
             let Some(e) = dy
@@ -377,6 +392,15 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     Why::Forward(store) => Stall::StoreForward {
                         store,
                         latency: machine.forward_latency(shapes[store].vector_mem || sh.vector_mem),
+                    },
+                    Why::Retire(0) => Stall::RetireWidth {
+                        per_cycle: machine.retire_width,
+                    },
+                    Why::Retire(1) => Stall::StoreCommit {
+                        per_cycle: machine.store_commit,
+                    },
+                    Why::Retire(_) => Stall::NarrowStoreCommit {
+                        cycles: machine.narrow_store_stall,
                     },
                     Why::Unit => Stall::UnitBusy {
                         unit: sh.class.to_string(),
@@ -947,6 +971,11 @@ mod tests {
         assert_eq!(cpi("41 88 48 08 41 89 38", "zen3"), 1.0);
         // Zen 4 does not (the same BHive blocks 2.5 there, 5.0 on Zen 3).
         assert_eq!(cpi(&format!("{byte} {next_line}"), "zen4"), 2.0);
+        // The report names both holds: the byte store's, and the next
+        // store's wait for its line's commit.
+        let a = run(&format!("{byte} {next_line}"), "zen3", RepeatMode::Unrolled);
+        assert_eq!(a.insns[0].stalls[0], Stall::NarrowStoreCommit { cycles: 3 });
+        assert_eq!(a.insns[1].stalls[0], Stall::StoreCommit { per_cycle: 1 });
     }
 
     /// Vector element shifts have their own class: two pipes on Zen 3

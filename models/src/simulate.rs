@@ -151,6 +151,19 @@ pub(crate) enum DispatchStall {
     FrontEnd,
 }
 
+/// Why retirement held an instruction after it was done (and the older
+/// ones had retired).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RetireStall {
+    /// The cycle's retire width was used up.
+    Width,
+    /// The cycle's store commits were used up (stores to another line).
+    StoreCommit,
+    /// A narrow store to a line written moments ago
+    /// ([`Machine::narrow_store_stall`]).
+    NarrowStore,
+}
+
 /// One dynamic instruction.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Dyn {
@@ -167,6 +180,7 @@ pub(crate) struct Dyn {
     pub retired: u64,
     pub exec: Option<u32>,
     pub dispatch_stall: Option<DispatchStall>,
+    pub retire_stall: Option<RetireStall>,
 }
 
 /// What each static instruction costs, looked up once.
@@ -604,6 +618,7 @@ impl<'a> Graph<'a> {
             d.retired = 0;
             d.exec = d.exec.map(|e| e + du);
             d.dispatch_stall = None;
+            d.retire_stall = None;
         }
     }
 
@@ -859,6 +874,7 @@ impl<'a> Graph<'a> {
                 retired: 0,
                 exec: exec_uop,
                 dispatch_stall: None,
+                retire_stall: None,
             });
         }
         debug_assert_eq!(self.dyns.len(), self.built * n);
@@ -1522,10 +1538,11 @@ pub(crate) fn simulate<'a>(
         // movs and 4 nops per copy 0.66 cycles, above the retire width
         // otherwise); macro-fused branches still count (not measured).
         retire.move_to(done.max(last_retired));
-        let d = &g.dyns[i];
-        let sh = &shapes[d.stat as usize];
+        let sh = &shapes[g.dyns[i].stat as usize];
+        let mut held = None;
         loop {
             if retire.count >= retire_w {
+                held.get_or_insert(RetireStall::Width);
                 retire.move_to(retire.cycle + 1);
                 continue;
             }
@@ -1533,12 +1550,14 @@ pub(crate) fn simulate<'a>(
                 let line = (addr.base, addr.index, addr.disp as i64 >> 6);
                 let new_group = retire.last_store_line != Some(line);
                 if retire.commits >= m.store_commit && new_group {
+                    held.get_or_insert(RetireStall::StoreCommit);
                     retire.move_to(retire.cycle + 1);
                     continue;
                 }
                 if m.narrow_store_stall > 0
                     && narrow_store_held(m, &mut retire, line, addr.size, new_group)
                 {
+                    held = Some(RetireStall::NarrowStore);
                     retire.move_to(retire.cycle + m.narrow_store_stall as u64);
                     continue;
                 }
@@ -1547,6 +1566,8 @@ pub(crate) fn simulate<'a>(
             }
             break;
         }
+        let d = &mut g.dyns[i];
+        d.retire_stall = held;
         if d.slots > 0 || !sh.is_nop {
             retire.count += 1;
         }

@@ -43,7 +43,7 @@ fn opt(v: Option<f64>, shown: bool, f: impl Fn(f64) -> String) -> String {
 
 pub const LEGEND: &str = "static stall marks: d register dependency, c loop-carried chain, \
 m store forwarding, p port contention, u unit busy (divider), w dispatch width, r ROB full, \
-f front end";
+f front end, t retire width, s store commit";
 
 /// Cycles per execution are only worth printing for code estimated to
 /// have run at least once: a loop whose trip count no sample informs can

@@ -24,6 +24,13 @@ fn stall_text(s: &Stall) -> String {
         Stall::DispatchWidth => "dispatch width".into(),
         Stall::RobFull => "ROB full".into(),
         Stall::FrontEnd { bytes_per_cycle } => format!("front end ({bytes_per_cycle} B/cycle)"),
+        Stall::RetireWidth { per_cycle } => format!("retire width ({per_cycle}/cycle)"),
+        Stall::StoreCommit { per_cycle } => {
+            format!("store commit ({per_cycle} line/cycle)")
+        }
+        Stall::NarrowStoreCommit { cycles } => {
+            format!("narrow store to a line just written (commit held {cycles} cycles)")
+        }
     }
 }
 
