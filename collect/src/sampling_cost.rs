@@ -101,7 +101,20 @@ mod tests {
             period_jitter: 0.0,
             fallback_reason: None,
         };
-        let plain = dcpi_models::core_clock::chain_hz(RUNS, RUN_SECONDS);
+        // Timed by the thread's own CPU time, as the sampled run is by its
+        // timer's count: the wall clock also counts the time other tests
+        // on a busy CI machine take the core (it once read 1.39 GHz there
+        // against 2.21 sampled).
+        let thread_seconds = || {
+            let mut t = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime writes the timespec it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+            t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+        };
+        let plain = dcpi_models::core_clock::chain_hz_by(RUNS, RUN_SECONDS, thread_seconds);
         let sampled = sampled_core_hz(&[config(20_000)], false).expect("cpu-clock opens as root");
         eprintln!("chain {plain:.3e} Hz, sampled at 20 kHz {sampled:.3e} Hz");
         // Sampling never speeds code up; the fastest of five runs of a
