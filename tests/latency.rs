@@ -56,10 +56,12 @@ fn contention_shows_a_second_peak_and_compare_ranks_it_first() {
     latency(&db, &["--", &workload("flock"), "1", "300", "200000"]);
     let one = show(&db, &["run=1"]);
     // Scheduling on 2 CPUs varies: the contended path must show its second
-    // peak in at least one of three captures (it did in 9 of 10 single runs).
+    // peak in at least one of six captures (it did in 9 of 10 single runs;
+    // a clean-clone CI run on a Zen 3 KVM guest missed it three times in a
+    // row, the contended waits there a cluster of 3 % beside the main peak).
     let mut run = 1;
     let mut four = Value::Null;
-    for attempt in 2..=4 {
+    for attempt in 2..=7 {
         let args = [
             "--no-calibrate",
             "--",
