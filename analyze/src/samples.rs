@@ -177,6 +177,23 @@ impl Profile {
         Ok(out)
     }
 
+    /// How many processes (kept by the filter) have samples in `image`: the
+    /// executions a profile of repeated runs of one command adds up.
+    pub fn processes_with_samples(&self, image: &ImageRow, filter: &SampleFilter) -> Result<usize> {
+        let mut seen = std::collections::HashSet::new();
+        for c in self.reader.counts(filter.epochs.as_deref())? {
+            if c.image_id == image.id
+                && self
+                    .processes
+                    .get(&c.process_id)
+                    .is_some_and(|p| filter.keeps(p))
+            {
+                seen.insert(c.process_id);
+            }
+        }
+        Ok(seen.len())
+    }
+
     /// The samples of one image.
     pub fn image_samples(&self, image: &ImageRow, filter: &SampleFilter) -> Result<ImageSamples> {
         let (events, col_of) = self.columns();

@@ -4,7 +4,7 @@
 # ones in datasets/analyzer: the same code, sampled on another machine).
 # The accuracy of the analyzer then reads, for that host's model:
 #   benches/accuracy_table.py --set HOST
-# Usage: [DCPI_RECORD_FREQ=HZ] datasets/analyzer/record_profiles.sh HOST [NAME...]
+# Usage: [DCPI_RECORD_FREQ=HZ] [DCPI_RECORD_RUNS=N] datasets/analyzer/record_profiles.sh HOST [NAME...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -17,6 +17,10 @@ only=("$@")
 # made ./kernels 1.8x slower (the probe said 1.47x) and its frequency
 # estimates 1.3-2x high; 5 kHz cost 8-12 % and left them within 5 %.
 freq=${DCPI_RECORD_FREQ:-20000}
+# DCPI_RECORD_RUNS: runs of each workload into its profile (default 1); a
+# lower rate with more runs gives as many samples, and `dcpi accuracy`
+# multiplies callgrind's counts by the processes that ran the image.
+runs=${DCPI_RECORD_RUNS:-1}
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 dcpi="$root/target/release/dcpi"
 mkdir -p "$here/$host"
@@ -24,7 +28,9 @@ profile() { # name args...
     local name=$1; shift
     if [ ${#only[@]} -gt 0 ] && [[ " ${only[*]} " != *" $name "* ]]; then return; fi
     rm -f "$here/$host/$name.db"*
-    (cd "$here" && "$dcpi" collect -F "$freq" -o "$here/$host/$name.db" -- "./$name" "$@" >/dev/null)
+    for _ in $(seq "$runs"); do
+        (cd "$here" && "$dcpi" collect -F "$freq" -o "$here/$host/$name.db" -- "./$name" "$@" >/dev/null)
+    done
     echo "profiled $name: $(du -h "$here/$host/$name.db" | cut -f1)"
 }
 # The same workloads and arguments as record.sh.

@@ -55,8 +55,21 @@ pub fn run(a: AccuracyArgs) -> anyhow::Result<i32> {
             truth.keys().cloned().collect::<Vec<_>>().join(", ")
         );
     };
+    // callgrind counts one execution; a profile may hold several runs of
+    // the same command (more samples than one short run gives): their
+    // estimates add up, so must the truth.
+    let executions = profile.processes_with_samples(&row, &filter)?.max(1) as u64;
+    let counts: std::collections::BTreeMap<u64, u64> = if executions > 1 {
+        eprintln!(
+            "dcpi: {executions} processes ran {} in this profile: callgrind's counts × {executions}",
+            row.path
+        );
+        counts.iter().map(|(&k, &v)| (k, v * executions)).collect()
+    } else {
+        counts.clone()
+    };
     let result = analyze_image(&profile, &filter, &row, &machine, a.samples.syntax())?;
-    let acc = compare(&result.reports, counts);
+    let acc = compare(&result.reports, &counts);
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&acc)?),
         Format::Text => print!("{}", render(&acc, &row.path)),
