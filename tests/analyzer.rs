@@ -250,6 +250,33 @@ fn accuracy_floors_against_callgrind() {
     }
 }
 
+/// A profile of four runs of one command (the Zen 3 set): the truth is
+/// callgrind's counts times four, or the unscaled estimates would all read
+/// four times high.
+#[test]
+fn accuracy_counts_every_run_of_the_command() {
+    let (ok, out, err) = run(&[
+        "accuracy",
+        "--db",
+        "datasets/analyzer/zen3/codec.db",
+        "--callgrind",
+        "datasets/analyzer/codec.callgrind",
+        "--symfs",
+        "datasets/analyzer",
+        "--image",
+        "codec",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{err}");
+    assert!(err.contains("4 processes ran"), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    // The fitted scale is near 1 (4.0 would be 0.25): codec's CRC loop is
+    // estimated within a few percent on this recording.
+    let scale = v["estimators"][0]["scale"].as_f64().unwrap();
+    assert!(scale > 0.6 && scale < 1.6, "{scale}: {v}");
+}
+
 /// `dcpi prof --symfs DIR` and `dcpi report --symfs DIR` find images that
 /// moved (as cpi and list do):
 /// the recordings name /work/main/datasets/analyzer/..., which a clone
