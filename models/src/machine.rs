@@ -192,6 +192,12 @@ impl Machine {
                 m.classes.insert("vec_shift".into(), alu);
             }
         }
+        // And before byte shuffles were: they cost what other shuffles did.
+        if !m.classes.contains_key("vec_byte_shuffle") {
+            if let Some(shuffle) = m.classes.get("vec_shuffle").cloned() {
+                m.classes.insert("vec_byte_shuffle".into(), shuffle);
+            }
+        }
         for c in CLASSES {
             if !m.classes.contains_key(*c) && !OPTIONAL_CLASSES.contains(c) {
                 return Err(MachineError::Invalid {

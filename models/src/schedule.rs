@@ -979,15 +979,30 @@ mod tests {
     }
 
     /// Vector element shifts have their own class: two pipes on Zen 3
-    /// (measured: four independent `psrlq $0x20` 2.00 cycles), p0/p1 on
-    /// Golden Cove, as other vector ops on Zen 4 (its profile of the kernels
-    /// matmul loop allows no fewer).
+    /// (measured: four independent `psrlq $0x20` 2.00 cycles) and on Zen 4
+    /// (six `vpsrlq` 3.00, on the fp_add pipes), p0/p1 on Golden Cove. Zen 4
+    /// runs dword shuffles on three pipes and byte shuffles on two (measured:
+    /// six `vpshufd` 2.00, six `vpshufb` 3.00).
     #[test]
     fn vector_shifts_run_where_the_machine_shifts() {
         let shifts = "66 0f 73 d0 20 66 0f 73 d1 20 66 0f 73 d2 20 66 0f 73 d5 20";
         assert_eq!(cpi(shifts, "zen3"), 2.0);
         assert_eq!(cpi(shifts, "golden-cove"), 2.0);
-        assert_eq!(cpi(shifts, "zen4"), 1.0);
+        assert_eq!(cpi(shifts, "zen4"), 2.0);
+        // Three vpsrlq with three vaddps share fp2/fp3; with vmulps they do not.
+        let srl = "c4 c1 71 73 d1 04 c4 c1 69 73 d1 04 c4 c1 61 73 d1 04";
+        let adds = "c4 c1 30 58 e1 c4 c1 30 58 e9 c4 c1 30 58 f1";
+        let muls = "c4 c1 30 59 e1 c4 c1 30 59 e9 c4 c1 30 59 f1";
+        assert_eq!(cpi(&format!("{srl} {adds}"), "zen4"), 3.0);
+        assert_eq!(cpi(&format!("{srl} {muls}"), "zen4"), 1.5);
+        let pshufd = "c4 c1 79 70 c9 08 c4 c1 79 70 d1 08 c4 c1 79 70 d9 08 \
+                      c4 c1 79 70 e1 08 c4 c1 79 70 e9 08 c4 c1 79 70 f1 08";
+        let pshufb = "c4 c2 39 00 c9 c4 c2 39 00 d1 c4 c2 39 00 d9 \
+                      c4 c2 39 00 e1 c4 c2 39 00 e9 c4 c2 39 00 f1";
+        assert_eq!(cpi(pshufd, "zen4"), 2.0);
+        assert_eq!(cpi(pshufb, "zen4"), 3.0);
+        // Machines that do not tell byte shuffles apart run them as others.
+        assert_eq!(cpi(pshufb, "golden-cove"), cpi(pshufd, "golden-cove"));
     }
 
     /// A load into a byte register merges with its old value: a chain
