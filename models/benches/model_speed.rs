@@ -19,6 +19,13 @@
 //! `DCPI_MODEL_ITERATIONS=N` runs every block exactly N iterations (the
 //! reference the early stop is checked against).
 //!
+//! `DCPI_MODEL_ASM=FILE` writes the blocks as one assembly file of
+//! llvm-mca regions (`# LLVM-MCA-BEGIN`/`END`), for timing `llvm-mca-19`
+//! on the same blocks in one run.
+//!
+//! `DCPI_MODEL_WHOLE=1` also models every block of the binary once and
+//! prints how long that took.
+//!
 //! Run: cargo bench -p dcpi-models --bench model_speed -- [INSTRUCTIONS] [BINARY]
 
 use dcpi_models::block::{decode, Decoded};
@@ -142,6 +149,36 @@ fn main() {
         "decode + model: {:.0} instructions/s ({with_decode:.3} s)",
         insns as f64 / with_decode
     );
+    if let Ok(path) = std::env::var("DCPI_MODEL_ASM") {
+        let mut text = String::new();
+        for (k, (_, b)) in blocks.iter().enumerate() {
+            text += &format!("# LLVM-MCA-BEGIN b{k}\n");
+            for d in b {
+                text += &d.text;
+                text.push('\n');
+            }
+            text += "# LLVM-MCA-END\n";
+        }
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        println!("blocks written to {path} as llvm-mca regions");
+    }
+    if std::env::var_os("DCPI_MODEL_WHOLE").is_some() {
+        let decoded: Vec<Vec<Decoded>> = all
+            .iter()
+            .filter_map(|(a, b)| decode(b, *a, false).ok())
+            .collect();
+        let n: usize = decoded.iter().map(|b| b.len()).sum();
+        let t = Instant::now();
+        for b in &decoded {
+            std::hint::black_box(analyze(&machine, b, opts));
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "whole binary: {} blocks, {n} instructions in {s:.2} s ({:.0} instructions/s)",
+            decoded.len(),
+            n as f64 / s
+        );
+    }
     if let Ok(path) = std::env::var("DCPI_MODEL_DUMP") {
         let text: String = blocks
             .iter()
