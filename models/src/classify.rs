@@ -35,6 +35,7 @@ pub const CLASSES: &[&str] = &[
     "vec_mov",
     "vec_shuffle",
     "vec_byte_shuffle",
+    "vec_blendv",
     "vec_shift",
     "vec_lane_cross",
     "vec_imul",
@@ -199,14 +200,18 @@ fn vector_class(m: &str, zmm: bool) -> Option<&'static str> {
     ) {
         return int("vec_lane_cross");
     }
+    // Variable blends: the byte shuffles' two pipes on Zen 4, one cycle.
+    if starts(m, &["pblendv", "blendv"]) {
+        return int("vec_blendv");
+    }
     // Shuffles that move bytes (a byte table, a byte alignment or shift,
-    // packing and extending, a variable blend): two pipes on Zen 3 where the
-    // dword, word and qword shuffles below have three (measured).
+    // packing and extending): two pipes and two cycles on Zen 4 where the
+    // dword, word and qword shuffles below have three pipes and one cycle
+    // (measured).
     if starts(
         m,
         &[
-            "pshufb", "palignr", "pblendv", "blendv", "packs", "packu", "pmovzx", "pmovsx",
-            "psrldq", "pslldq",
+            "pshufb", "palignr", "packs", "packu", "pmovzx", "pmovsx", "psrldq", "pslldq",
         ],
     ) {
         return int("vec_byte_shuffle");
@@ -614,6 +619,24 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     } else {
                         "div32"
                     }
+                }
+                // Element extracts and inserts through a general register
+                // cross between the register files as `movq` does (Zen 4:
+                // `pextrq`/`pinsrq` round trips 7-8 cycles, one a cycle).
+                _ if starts(
+                    m,
+                    &[
+                        "pextr",
+                        "pinsr",
+                        "vpextr",
+                        "vpinsr",
+                        "extractps",
+                        "vextractps",
+                    ],
+                ) && any_gpr(i)
+                    && !has_mem =>
+                {
+                    "gpr_vec"
                 }
                 _ if m.starts_with("cmov") => "cmov",
                 _ if m.starts_with("set") => "setcc",

@@ -192,10 +192,13 @@ impl Machine {
                 m.classes.insert("vec_shift".into(), alu);
             }
         }
-        // And before byte shuffles were: they cost what other shuffles did.
-        if !m.classes.contains_key("vec_byte_shuffle") {
-            if let Some(shuffle) = m.classes.get("vec_shuffle").cloned() {
-                m.classes.insert("vec_byte_shuffle".into(), shuffle);
+        // And before byte shuffles and variable blends were: they cost what
+        // other shuffles did.
+        for class in ["vec_byte_shuffle", "vec_blendv"] {
+            if !m.classes.contains_key(class) {
+                if let Some(shuffle) = m.classes.get("vec_shuffle").cloned() {
+                    m.classes.insert(class.into(), shuffle);
+                }
             }
         }
         for c in CLASSES {

@@ -60,13 +60,13 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
             );
             let _ = writeln!(
                 out,
-                "{:<10} {:>9} {:>9} {:>12} {:>12}  ",
+                "{:<16} {:>9} {:>9} {:>12} {:>12}  ",
                 "class", "latency", "measured", "recip. tput", "measured"
             );
             for c in &cal.classes {
                 let _ = writeln!(
                     out,
-                    "{:<10} {:>9} {:>9} {:>12.2} {:>12}  {}",
+                    "{:<16} {:>9} {:>9} {:>12.2} {:>12}  {}",
                     c.class,
                     c.model_latency,
                     opt(c.measured_latency),
