@@ -89,6 +89,10 @@ pub struct Shape {
     pub vector_mem: bool,
     /// xor r,r and friends: no execution, no input dependency.
     pub zero_idiom: bool,
+    /// `sbb r,r` (32 or 64 bits): all ones or zero by the carry flag alone
+    /// (machines with [`crate::machine::Machine::sbb_idiom`] do not wait
+    /// for the register).
+    pub flags_only: bool,
     /// A register-to-register move the renamer can eliminate.
     pub movable: bool,
     /// `movzx` of a low byte register into another register (Intel cores
@@ -421,6 +425,10 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 | Mnemonic::Vpxord
                 | Mnemonic::Vpxorq
         );
+    let flags_only = same_regs
+        && i.mnemonic() == Mnemonic::Sbb
+        && i.op_count() == 2
+        && i.op0_register().size() >= 4;
     let reg_reg =
         i.op_count() == 2 && i.op0_kind() == OpKind::Register && i.op1_kind() == OpKind::Register;
     let movable = reg_reg
@@ -678,6 +686,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         store,
         vector_mem,
         zero_idiom,
+        flags_only,
         movable,
         zero_extend_byte,
         imm_add,

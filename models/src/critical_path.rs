@@ -53,7 +53,12 @@ pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
             }
             continue;
         }
-        let mut start = at(&sh.reads, &ready);
+        let reads: &[Reg] = if sh.flags_only && machine.sbb_idiom {
+            &[crate::classify::FLAGS]
+        } else {
+            &sh.reads
+        };
+        let mut start = at(reads, &ready);
         // A load from a fixed address (rip-relative or absolute) waits for
         // nothing: it issues as the block is dispatched, while the code
         // before it still retires, so its latency is off the exposed chain

@@ -49,6 +49,11 @@ pub struct Machine {
     #[serde(default)]
     pub nop_fusion: bool,
     pub zero_idioms: bool,
+    /// `sbb r,r` (32/64-bit) waits for the carry flag only, not for the
+    /// register (measured on Zen 4: `cmp; sbb %ecx,%ecx; and $2,%ecx`
+    /// 0.75 cycles a copy, with `adc` or `sbb %cl,%cl` 2.00).
+    #[serde(default)]
+    pub sbb_idiom: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
     /// Loads from an address just stored to get the value at rename:

@@ -1005,6 +1005,17 @@ mod tests {
         assert_eq!(cpi(pshufb, "golden-cove"), cpi(pshufd, "golden-cove"));
     }
 
+    /// `sbb r,r` waits for the carry flag alone on Zen 4 (measured: `cmp;
+    /// sbb %rcx,%rcx; and $2,%ecx` 0.75 cycles a copy), not an 8-bit one
+    /// (`sbb %cl,%cl` 2.00), nor on a machine without the idiom.
+    #[test]
+    fn zen4_sbb_of_a_register_with_itself_waits_for_the_flag_only() {
+        let sbb = "48 39 f7 48 19 c9 83 e1 02";
+        assert_eq!(cpi(sbb, "zen4"), 0.75);
+        assert_eq!(cpi("48 39 f7 18 c9 83 e1 02", "zen4"), 2.0);
+        assert_eq!(cpi(sbb, "golden-cove"), 2.0);
+    }
+
     /// A load into a byte register merges with its old value: a chain
     /// through the register (measured on Zen 3: `mov (%r13),%cl` 1.00
     /// cycles a copy, `mov (%r13),%ecx` 0.38).

@@ -799,7 +799,11 @@ impl<'a> Graph<'a> {
             let mut exec_uop = None;
             if !fused_branch && sh.class != "nop" && !eliminated {
                 let from = self.deps.len() as u32;
-                self.push_reg_deps(&sh.reads);
+                if sh.flags_only && m.sbb_idiom {
+                    self.push_reg_deps(&[FLAGS]);
+                } else {
+                    self.push_reg_deps(&sh.reads);
+                }
                 if let Some(l) = load_uop {
                     self.push_dep(l, DepWhy::Reg(LOAD_RESULT));
                 }
