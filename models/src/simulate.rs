@@ -201,10 +201,12 @@ struct StaticCost<'a> {
 }
 
 /// A store the next loads may read: address, value keys of its address
-/// registers, store-data µop, the value key of the data, static index.
+/// registers and the µops that produced them, store-data µop, the value key
+/// of the data, static index.
 struct StoreRec {
     addr: MemAddr,
     prod: [u32; 4],
+    addr_uops: [u32; 4],
     data: u32,
     data_key: u32,
     stat: usize,
@@ -269,14 +271,25 @@ pub(crate) struct Graph<'a> {
 }
 
 /// What decides the next iterations' inputs: each register's producer and
-/// the stores loads may forward from (static index, data, address
+/// the stores loads may forward from (static index, data, address keys and
 /// producers), µop ids as distances back from the end of the iteration
 /// just built (`-1` none, `-2` matches no load).
 #[derive(PartialEq, Default)]
 struct BuilderState {
     producer: Vec<i64>,
     keys: Vec<i64>,
-    stores: Vec<(usize, i64, i64, [i64; 4])>,
+    stores: Vec<StoreState>,
+}
+
+/// A store in [`BuilderState`]: static index, data, data key, address keys
+/// and address producers, µop ids relative as there.
+#[derive(PartialEq)]
+struct StoreState {
+    stat: usize,
+    data: i64,
+    data_key: i64,
+    prod: [i64; 4],
+    addr_uops: [i64; 4],
 }
 
 /// A graph's big arrays, handed from one graph to the next on a thread
@@ -492,9 +505,18 @@ impl<'a> Graph<'a> {
                 break;
             }
             let prod = st.prod.map(rel);
-            if !out.stores.iter().any(|o| o.0 == st.stat && o.3 == prod) {
-                out.stores
-                    .push((st.stat, rel(st.data), rel(st.data_key), prod));
+            if !out
+                .stores
+                .iter()
+                .any(|o| o.stat == st.stat && o.prod == prod)
+            {
+                out.stores.push(StoreState {
+                    stat: st.stat,
+                    data: rel(st.data),
+                    data_key: rel(st.data_key),
+                    prod,
+                    addr_uops: st.addr_uops.map(rel),
+                });
             }
         }
         out.stores.reverse();
@@ -702,12 +724,13 @@ impl<'a> Graph<'a> {
             );
             let id = self.dyns.len() as u32;
             let first_uop = self.uops.len() as u32;
-            let mut addr_prod = [NONE; 4];
+            let (mut addr_prod, mut addr_uops) = ([NONE; 4], [NONE; 4]);
             // More address registers than the table holds (never seen): such
             // an access neither forwards nor is forwarded to.
             let addr_known = sh.addr_reads.len() <= addr_prod.len();
             for (k, r) in sh.addr_reads.iter().take(4).enumerate() {
                 addr_prod[k] = self.key(*r);
+                addr_uops[k] = self.producer(*r);
             }
             let mut load_uop = None;
             // The value key of what the load reads (see `Graph::keys`).
@@ -722,13 +745,13 @@ impl<'a> Graph<'a> {
                         .iter()
                         .rev()
                         .find(|st| st.addr == addr && st.prod == addr_prod)
-                        .map(|st| (st.data, st.stat, st.data_key))
+                        .map(|st| (st.data, st.stat, st.data_key, st.addr_uops == addr_uops))
                 } else {
                     None
                 };
                 if addr_known {
                     load_key = match found {
-                        Some((_, _, key)) if !sh.extending_load => key,
+                        Some((_, _, key, _)) if !sh.extending_load => key,
                         Some(_) => NONE - 1, // a new value (set below)
                         // Named by its address when that is the same every
                         // iteration (registers the block never writes): a
@@ -739,7 +762,7 @@ impl<'a> Graph<'a> {
                         None => NONE - 1,
                     };
                 }
-                if let Some((data, st, _)) = found {
+                if let Some((data, st, _, same_registers)) = found {
                     forwarded = true;
                     let stack =
                         matches!(addr.base, iced_x86::Register::RSP | iced_x86::Register::RBP)
@@ -751,8 +774,13 @@ impl<'a> Graph<'a> {
                         "stack" => stack,
                         // Measured on Zen 4: any base, RMW included; 1 cycle
                         // round trips for 32/64-bit data, 6-9 otherwise.
+                        // Only through the same address registers: with the
+                        // base loaded again in between (the same pointer, a new
+                        // register) the round trip is forwarded (`mov
+                        // (%r15),%rax; addq $1,(%rax)` 6.04 cycles, measured).
                         "wide-gpr" => {
                             addr.size >= 4
+                                && same_registers
                                 && !shapes[st].vector_mem
                                 && !sh.vector_mem
                                 && !sh.extending_load
@@ -829,6 +857,7 @@ impl<'a> Graph<'a> {
                 };
                 self.stores.push_back(StoreRec {
                     addr,
+                    addr_uops,
                     // A producer id no µop has: matches no load.
                     prod: if addr_known { addr_prod } else { [NONE - 1; 4] },
                     data,
