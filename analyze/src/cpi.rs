@@ -319,7 +319,7 @@ pub fn stall_mark(s: &Stall) -> char {
             loop_carried: true, ..
         } => 'c',
         Stall::Dependency { .. } => 'd',
-        Stall::StoreForward { .. } => 'm',
+        Stall::StoreForward { .. } | Stall::StoreForwardFailed { .. } => 'm',
         Stall::PortContention { .. } => 'p',
         Stall::UnitBusy { .. } => 'u',
         Stall::DispatchWidth => 'w',

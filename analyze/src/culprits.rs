@@ -104,6 +104,14 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "store-to-load forwarding".into(),
             format!("its load takes a store's data (latency {latency})"),
         ),
+        Stall::StoreForwardFailed { cycles, .. } => (
+            "fwd-fail".into(),
+            "failed store-to-load forwarding".into(),
+            format!(
+                "its load reads bytes a narrower store in flight wrote and others: \
+                 it waits for that store to commit ({cycles} cycles after it retires)"
+            ),
+        ),
         Stall::PortContention { ports } => (
             "port".into(),
             "port contention".into(),

@@ -94,6 +94,13 @@ pub struct Machine {
     /// 6.26: the operation's cycle is hidden.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub rmw_round_trip: u32,
+    /// Cycles from the retirement of a store to the issue of a later load
+    /// that reads some of its bytes and others (a wider load, or one that
+    /// starts elsewhere): store-to-load forwarding fails and the load waits
+    /// for the store's commit (0: not modeled). Zen 4: 15, fitted to `movb
+    /// %al,(%rbx); mov (%rbx),%rcx` at 19 cycles a pair (measured).
+    #[serde(default)]
+    pub store_forward_fail: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     /// Cycles a 1- or 2-byte store holds up store commit when its cache

@@ -19,6 +19,9 @@ fn stall_text(s: &Stall) -> String {
         Stall::StoreForward { store, latency } => {
             format!("store-forward from [{store}] (lat {latency})")
         }
+        Stall::StoreForwardFailed { store, cycles } => {
+            format!("store-forward from [{store}] fails (waits its commit, {cycles} cycles)")
+        }
         Stall::PortContention { ports } => format!("ports busy ({})", ports.join(",")),
         Stall::UnitBusy { unit } => format!("unit busy ({unit})"),
         Stall::DispatchWidth => "dispatch width".into(),
