@@ -14,9 +14,9 @@
 //!
 //! Limits: the model assumes every load hits L1 and every branch is
 //! predicted (best case, as DCPI's). Its accuracy against the hosts is in
-//! BENCHMARKS.md: Zen 3 4.0 % MAPE / Kendall's τ 0.906 on 276 blocks of
-//! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 3.7 % / 0.904 (llvm-mca
-//! 26.7 % / 0.716; a live set of session 17 3.8 % / 0.911) — 8.5 % / 0.840
+//! BENCHMARKS.md: Zen 3 3.7 % MAPE / Kendall's τ 0.906 on 276 blocks of
+//! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 3.4 % / 0.906 (llvm-mca
+//! 26.7 % / 0.716; a live set of session 17 3.5 % / 0.912) — 8.5 % / 0.840
 //! and 6.8 % / 0.861 on blocks with indexed addressing, which the harness
 //! measures since session 15 —, Golden Cove 8.2 % / 0.854; Skylake, Zen 5
 //! and the generic description are from vendor and published figures,
