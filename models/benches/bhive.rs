@@ -385,8 +385,13 @@ fn main() {
         model_time
     );
     rows.sort_by(|a, b| ((b.1 - b.0).abs() / b.0).total_cmp(&((a.1 - a.0).abs() / a.0)));
+    // DCPI_BHIVE_WORST=N: how many of the worst blocks to print (12).
+    let worst = std::env::var("DCPI_BHIVE_WORST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
     println!("\nworst blocks (measured, dcpi, llvm-mca):");
-    for r in rows.iter().take(12) {
+    for r in rows.iter().take(worst) {
         println!(
             "  {:>7.2} {:>7.2} {:>7}  {}",
             r.0,
