@@ -54,6 +54,13 @@ pub struct Machine {
     /// 0.75 cycles a copy, with `adc` or `sbb %cl,%cl` 2.00).
     #[serde(default)]
     pub sbb_idiom: bool,
+    /// A µop is bound to one of its class's pipes when it enters the
+    /// scheduler (the least used so far) and waits for that pipe even when
+    /// another is free; otherwise it takes any free pipe when it issues.
+    /// Zen 4, measured: `and $1,%edx; cmp $1,%edx; sbb %ecx,%ecx` 1.49
+    /// cycles a copy (bound: 1.50; any free pipe: 1.00).
+    #[serde(default)]
+    pub ports_bound_at_dispatch: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
     /// Loads from an address just stored to get the value at rename:

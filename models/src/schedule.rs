@@ -1035,6 +1035,9 @@ mod tests {
         assert_eq!(cpi(sbb, "zen4"), 0.75);
         assert_eq!(cpi("48 39 f7 18 c9 83 e1 02", "zen4"), 2.0);
         assert_eq!(cpi(sbb, "golden-cove"), 2.0);
+        // µops bound to a pipe at dispatch: `and $1,%edx; cmp $1,%edx; sbb
+        // %ecx,%ecx` measured 1.49 (any free pipe at issue would give 1.00).
+        assert_eq!(cpi("83 e2 01 83 fa 01 19 c9", "zen4"), 1.5);
     }
 
     /// A load reading a narrower store's bytes and others waits for the

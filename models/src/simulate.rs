@@ -1573,6 +1573,21 @@ pub(crate) fn simulate<'a>(
                 uop.latency as u64,
             );
             let mut t = ready;
+            let mut mask = mask;
+            if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
+                // Bound to one pipe on entering the scheduler: the least
+                // used so far (the lowest on a tie), free or not.
+                let mut port = mask.trailing_zeros() as usize;
+                let mut candidates = mask & (mask - 1);
+                while candidates != 0 {
+                    let p = candidates.trailing_zeros() as usize;
+                    if port_load[p] < port_load[port] {
+                        port = p;
+                    }
+                    candidates &= candidates - 1;
+                }
+                mask = 1 << port;
+            }
             if mask != 0 {
                 loop {
                     let free = calendar.free(mask, t, occupancy);
