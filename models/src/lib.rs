@@ -14,10 +14,10 @@
 //!
 //! Limits: the model assumes every load hits L1 and every branch is
 //! predicted (best case, as DCPI's). Its accuracy against the hosts is in
-//! BENCHMARKS.md: Zen 3 3.7 % MAPE / Kendall's τ 0.906 on 276 blocks of
-//! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 3.4 % / 0.906 (llvm-mca
-//! 26.7 % / 0.716; a live set of session 17 3.5 % / 0.912) — 8.5 % / 0.840
-//! and 6.8 % / 0.861 on blocks with indexed addressing, which the harness
+//! BENCHMARKS.md: Zen 3 3.2 % MAPE / Kendall's τ 0.908 on 276 blocks of
+//! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 2.9 % / 0.909 (llvm-mca
+//! 26.7 % / 0.716; a live set of session 17 3.0 % / 0.915) — 8.2 % / 0.843
+//! and 6.6 % / 0.865 on blocks with indexed addressing, which the harness
 //! measures since session 15 —, Golden Cove 8.2 % / 0.854; Skylake, Zen 5
 //! and the generic description are from vendor and published figures,
 //! unmeasured. It models ~0.65–0.69 M instructions per second of real basic
