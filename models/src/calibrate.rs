@@ -277,6 +277,26 @@ const MECHANISMS: &[MechanismProbe] = &[
         code: &[0x48, 0x89, 0xc3, 0x48, 0x89, 0xd8],
     },
     MechanismProbe {
+        field: "rmw_round_trip",
+        what: "mov (%r15),%rax; addq $1,(%rax) (the base loaded again: forwarded, not renamed)",
+        code: &[0x49, 0x8b, 0x07, 0x48, 0x83, 0x00, 0x01],
+    },
+    MechanismProbe {
+        field: "store_forward_fail",
+        what: "movb %al,(%rbx); mov (%rbx),%rcx (a load over part of a narrower store)",
+        code: &[0x88, 0x03, 0x48, 0x8b, 0x0b],
+    },
+    MechanismProbe {
+        field: "sbb_idiom",
+        what: "cmp %rsi,%rdi; sbb %rcx,%rcx; and $2,%ecx (0.75 if sbb waits for the flag only)",
+        code: &[0x48, 0x39, 0xf7, 0x48, 0x19, 0xc9, 0x83, 0xe1, 0x02],
+    },
+    MechanismProbe {
+        field: "ports_bound_at_dispatch",
+        what: "and $1,%edx; cmp $1,%edx; sbb %ecx,%ecx (1.5 if bound at dispatch, 1 if not)",
+        code: &[0x83, 0xe2, 0x01, 0x83, 0xfa, 0x01, 0x19, 0xc9],
+    },
+    MechanismProbe {
         field: "zero_idioms",
         what: "xor %eax,%eax; add %eax,%ecx; add %ecx,%eax (1 cycle if xor breaks the chain)",
         code: &[0x31, 0xc0, 0x01, 0xc1, 0x01, 0xc8],
