@@ -833,6 +833,7 @@ impl<'a> FunctionAnalysis<'a> {
         let (freq, spread) = crate::frequency::solve_alone(&p);
         let u = self.unstable(&freq, &ch);
         p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
+        crate::frequency::debug_dump(&self.code.function.name, &p, &freq);
         Some(crate::frequency::finish(p, freq, &spread))
     }
 

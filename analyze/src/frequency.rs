@@ -366,6 +366,32 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     }
 }
 
+/// With `DCPI_DEBUG_FREQ` set, prints a function's frequency problem and
+/// its solution on stderr, a line per block: the class estimate (± its
+/// standard error), the plausible top, the floor, whether it is only an
+/// upper bound or a guess, and the solved frequency — what decided a
+/// block's frequency, for whoever diagnoses an estimate.
+pub fn debug_dump(function: &str, p: &Prepared, freq: &[f64]) {
+    if std::env::var_os("DCPI_DEBUG_FREQ").is_none() {
+        return;
+    }
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.4e}"));
+    eprintln!("dcpi: frequencies of {function}:");
+    for b in 0..p.problem.blocks {
+        let (est, sd) = p.problem.estimates[b].map_or((None, None), |(e, s)| (Some(e), Some(s)));
+        eprintln!(
+            "  b{b:<4} estimate {} ± {}  top {}  floor {}{}{}  solved {}",
+            f(est),
+            f(sd),
+            f(p.problem.ranges.get(b).copied().flatten()),
+            f(p.problem.floors.get(b).copied().flatten().map(|x| x.0)),
+            if p.bounded[b] { "  upper bound" } else { "" },
+            if p.guessed[b] { "  guessed" } else { "" },
+            f(freq.get(b).copied()),
+        );
+    }
+}
+
 /// Frequencies from a solution of a prepared problem (alone or linked with
 /// other functions'). A block's confidence is its solved frequency's
 /// relative standard error (`spread`: the least squares' posterior, so a

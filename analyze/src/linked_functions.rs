@@ -138,6 +138,14 @@ fn solve_group(
                 .sum()
         })
         .collect();
+    for ((p, f), &m) in prepared.iter().zip(&solution.freq).zip(group) {
+        let name = &analyses[m].code().function.name;
+        crate::frequency::debug_dump(
+            &format!("{name} (solved with its callers and callees)"),
+            p,
+            f,
+        );
+    }
     Some(
         prepared
             .into_iter()
