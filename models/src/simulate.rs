@@ -1575,35 +1575,15 @@ pub(crate) fn simulate<'a>(
             let mut t = ready;
             let mut mask = mask;
             if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
-                // Bound to one pipe on entering the scheduler: the least
-                // used so far (the lowest on a tie), free or not.
-                let mut port = mask.trailing_zeros() as usize;
-                let mut candidates = mask & (mask - 1);
-                while candidates != 0 {
-                    let p = candidates.trailing_zeros() as usize;
-                    if port_load[p] < port_load[port] {
-                        port = p;
-                    }
-                    candidates &= candidates - 1;
-                }
-                mask = 1 << port;
+                // Bound to one pipe on entering the scheduler, free or not.
+                mask = 1 << least_used(mask, &port_load);
             }
             if mask != 0 {
                 loop {
                     let free = calendar.free(mask, t, occupancy);
                     if free != 0 {
                         if occupancy > 0 {
-                            // The least used free port, the lowest on a tie.
-                            let mut port = free.trailing_zeros() as usize;
-                            // More than one free port: compare their loads.
-                            let mut candidates = free & (free - 1);
-                            while candidates != 0 {
-                                let p = candidates.trailing_zeros() as usize;
-                                if port_load[p] < port_load[port] {
-                                    port = p;
-                                }
-                                candidates &= candidates - 1;
-                            }
+                            let port = least_used(free, &port_load);
                             calendar.take(port, t, occupancy);
                             port_load[port] += occupancy;
                         }
@@ -1689,6 +1669,21 @@ pub(crate) fn simulate<'a>(
         graph: g,
         measured,
     }
+}
+
+/// The port of `mask` (not empty) with the least work issued to it so far,
+/// the lowest on a tie.
+fn least_used(mask: u64, load: &[u64]) -> usize {
+    let mut port = mask.trailing_zeros() as usize;
+    let mut candidates = mask & (mask - 1);
+    while candidates != 0 {
+        let p = candidates.trailing_zeros() as usize;
+        if load[p] < load[port] {
+            port = p;
+        }
+        candidates &= candidates - 1;
+    }
+    port
 }
 
 /// [`chain_rate`] without running it, for a block whose iterations share
