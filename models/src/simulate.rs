@@ -734,10 +734,7 @@ impl<'a> Graph<'a> {
             // an access neither forwards nor is forwarded to.
             let addr_known = sh.addr_reads.len() <= addr_prod.len();
             for (k, r) in sh.addr_reads.iter().take(4).enumerate() {
-                (addr_prod[k], addr_uops[k]) = match self.written.iter().position(|w| w == r) {
-                    Some(w) => (self.keys[w], self.producer[w]),
-                    None => (initial_key(*r), NONE),
-                };
+                (addr_prod[k], addr_uops[k]) = (self.key(*r), self.producer(*r));
             }
             let mut load_uop = None;
             let mut blocked_by = 0;
