@@ -297,6 +297,7 @@ mod tests {
             core_hz_end: end,
             tsc_hz: None,
             sampled_core_hz: sampled,
+            cpu_features: None,
         }
     }
 

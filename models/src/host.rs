@@ -14,6 +14,10 @@ pub struct HostFacts {
     pub cpu_model: u32,
     pub cpu_stepping: u32,
     pub cpu_model_name: String,
+    /// CPUID features that tell microarchitectures apart when a hypervisor
+    /// reports a model number the descriptions do not list (see
+    /// [`cpu_features`]).
+    pub cpu_features: Vec<String>,
     pub online_cpus: u32,
 }
 
@@ -43,6 +47,34 @@ fn cpuid_identity() -> (String, u32, u32, u32) {
         base_model
     };
     (vendor, family, model, eax & 0xf)
+}
+
+/// The CPUID leaf 7 features [`crate::Machine::for_cpu`] can tell
+/// microarchitectures apart by, as Linux names them in /proc/cpuinfo.
+/// Under KVM the model number is what the hypervisor chose (a Sapphire
+/// Rapids guest here reported family 6 model 0xa7, a Rocket Lake number),
+/// while these bits are the real core's.
+#[cfg(target_arch = "x86_64")]
+pub fn cpu_features() -> Vec<String> {
+    use core::arch::x86_64::{__cpuid, __cpuid_count};
+    if __cpuid(0).eax < 7 {
+        return Vec::new();
+    }
+    let l7 = __cpuid_count(7, 0);
+    let named: [(&str, u32, u32); 7] = [
+        ("avx2", l7.ebx, 5),
+        ("avx512f", l7.ebx, 16),
+        ("avx512_vbmi2", l7.ecx, 6),
+        ("serialize", l7.edx, 14),
+        ("hybrid", l7.edx, 15),
+        ("avx512_fp16", l7.edx, 23),
+        ("amx_tile", l7.edx, 24),
+    ];
+    named
+        .iter()
+        .filter(|(_, reg, bit)| reg & (1 << bit) != 0)
+        .map(|(name, _, _)| name.to_string())
+        .collect()
 }
 
 fn model_name() -> String {
@@ -105,6 +137,7 @@ pub fn read() -> HostFacts {
         cpu_model,
         cpu_stepping,
         cpu_model_name: model_name(),
+        cpu_features: cpu_features(),
         online_cpus: online_cpus(),
     }
 }

@@ -34,6 +34,12 @@ pub struct Machine {
     pub vendor: String,
     pub family: u32,
     pub models: Vec<u32>,
+    /// CPU features (as [`crate::host::cpu_features`] names them) that
+    /// identify this microarchitecture, all of them, among its vendor and
+    /// family when the model number is not in [`Machine::models`]: a
+    /// hypervisor may report a model number of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
     pub dispatch_width: u32,
     pub retire_width: u32,
     pub rob_size: u32,
@@ -267,15 +273,25 @@ impl Machine {
         Err(MachineError::Unknown(name.into()))
     }
 
-    /// The description for a CPU identity, else `generic`.
-    pub fn for_cpu(vendor: &str, family: u32, model: u32) -> Machine {
-        for (name, text) in BUNDLED {
-            if let Ok(m) = Machine::parse(name, text) {
-                let family_match = m.vendor == vendor && m.family == family;
-                if family_match && (m.models.is_empty() || m.models.contains(&model)) {
-                    return m;
-                }
-            }
+    /// The description for a CPU identity: the one listing its model
+    /// number, else the first of its vendor and family whose identifying
+    /// features it has all of, else `generic`.
+    pub fn for_cpu(vendor: &str, family: u32, model: u32, features: &[String]) -> Machine {
+        let family_members = || {
+            BUNDLED
+                .iter()
+                .filter_map(|(name, text)| Machine::parse(name, text).ok())
+                .filter(|m| m.vendor == vendor && m.family == family)
+        };
+        if let Some(m) = family_members().find(|m| m.models.contains(&model)) {
+            return m;
+        }
+        let has_all = |m: &Machine| m.features.iter().all(|f| features.contains(f));
+        if let Some(m) = family_members().find(|m| !m.features.is_empty() && has_all(m)) {
+            return m;
+        }
+        if let Some(m) = family_members().find(|m| m.models.is_empty()) {
+            return m;
         }
         Machine::by_name("generic").expect("bundled generic description parses")
     }
@@ -284,7 +300,7 @@ impl Machine {
     #[cfg(target_arch = "x86_64")]
     pub fn host() -> Machine {
         let h = crate::host::read();
-        Machine::for_cpu(&h.cpu_vendor, h.cpu_family, h.cpu_model)
+        Machine::for_cpu(&h.cpu_vendor, h.cpu_family, h.cpu_model, &h.cpu_features)
     }
 
     /// `DCPI_MACHINE` (a bundled name or a TOML file) if set, else the
@@ -459,15 +475,44 @@ mod tests {
 
     #[test]
     fn cpu_identity_picks_the_description() {
+        let none: &[String] = &[];
+        let pick = |v: &str, f: u32, m: u32| Machine::for_cpu(v, f, m, none).name;
+        assert_eq!(pick("GenuineIntel", 6, 0xcf), "golden-cove");
+        assert_eq!(pick("AuthenticAMD", 26, 2), "zen5");
+        assert_eq!(pick("AuthenticAMD", 25, 0x61), "zen4");
+        assert_eq!(pick("AuthenticAMD", 25, 0x01), "zen3");
+        assert_eq!(pick("GenuineIntel", 6, 0x55), "skylake");
+        assert_eq!(pick("CentaurHauls", 7, 1), "generic");
+        assert!(Machine::by_name("nehalem").is_err());
+    }
+
+    #[test]
+    fn a_model_number_of_the_hypervisors_falls_back_on_features() {
+        let features = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // The Sapphire Rapids guest of session 18: model 0xa7, AMX.
+        let spr = features(&["avx2", "avx512f", "serialize", "avx512_fp16", "amx_tile"]);
         assert_eq!(
-            Machine::for_cpu("GenuineIntel", 6, 0xcf).name,
+            Machine::for_cpu("GenuineIntel", 6, 0xa7, &spr).name,
             "golden-cove"
         );
-        assert_eq!(Machine::for_cpu("AuthenticAMD", 26, 2).name, "zen5");
-        assert_eq!(Machine::for_cpu("AuthenticAMD", 25, 0x61).name, "zen4");
-        assert_eq!(Machine::for_cpu("AuthenticAMD", 25, 0x01).name, "zen3");
-        assert_eq!(Machine::for_cpu("GenuineIntel", 6, 0x55).name, "skylake");
-        assert_eq!(Machine::for_cpu("CentaurHauls", 7, 1).name, "generic");
-        assert!(Machine::by_name("nehalem").is_err());
+        // A listed model number wins over features.
+        assert_eq!(
+            Machine::for_cpu("GenuineIntel", 6, 0x55, &spr).name,
+            "skylake"
+        );
+        let zen4 = features(&["avx2", "avx512f", "avx512_vbmi2"]);
+        assert_eq!(
+            Machine::for_cpu("AuthenticAMD", 25, 0x7f, &zen4).name,
+            "zen4"
+        );
+        let zen3 = features(&["avx2"]);
+        assert_eq!(
+            Machine::for_cpu("AuthenticAMD", 25, 0x7f, &zen3).name,
+            "zen3"
+        );
+        assert_eq!(
+            Machine::for_cpu("GenuineIntel", 6, 0x01, &[]).name,
+            "generic"
+        );
     }
 }

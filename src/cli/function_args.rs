@@ -122,7 +122,11 @@ pub fn machine_for(cpu: Option<&str>, profile: &Profile) -> anyhow::Result<Machi
     }
     if let Some(r) = profile.runs.last() {
         if let (Some(v), Some(f), Some(m)) = (&r.cpu_vendor, r.cpu_family, r.cpu_model) {
-            return Ok(Machine::for_cpu(v, f as u32, m as u32));
+            let features: Vec<String> = (r.cpu_features.as_deref().unwrap_or(""))
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            return Ok(Machine::for_cpu(v, f as u32, m as u32, &features));
         }
     }
     Ok(Machine::host())

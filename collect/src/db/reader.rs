@@ -32,6 +32,8 @@ pub struct RunRow {
     pub tsc_hz: Option<f64>,
     /// The core clock sampled code got (schema 4): see `sampling_cost`.
     pub sampled_core_hz: Option<f64>,
+    /// Space-separated CPUID features (schema 5): see `Machine::for_cpu`.
+    pub cpu_features: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -161,11 +163,13 @@ impl ProfileReader {
         } else {
             "NULL"
         };
+        let features = if version >= 5 { "cpu_features" } else { "NULL" };
         rows(
             &self.conn,
             &format!("SELECT id, started_at, ended_at, duration_s, mode, command, target_pid, exit_status,
                     interrupted, complete, hostname, kernel, kernel_build_id, cpu_vendor, cpu_family,
-                    cpu_model, cpu_model_name, online_cpus, core_hz, core_hz_end, tsc_hz, {sampled}
+                    cpu_model, cpu_model_name, online_cpus, core_hz, core_hz_end, tsc_hz, {sampled},
+                    {features}
              FROM runs ORDER BY id"
             ),
             |r| {
@@ -192,6 +196,7 @@ impl ProfileReader {
                     core_hz_end: r.get(19)?,
                     tsc_hz: r.get(20)?,
                     sampled_core_hz: r.get(21)?,
+                    cpu_features: r.get(22)?,
                 })
             },
         )

@@ -17,9 +17,11 @@
 //! Version 4 added `runs.sampled_core_hz`: the core clock a dependent-add
 //! chain got while the run's events sampled it at the run's rate, measured
 //! at the end of the run (see `sampling_cost`).
+//! Version 5 added `runs.cpu_features`: the CPUID features that pick the
+//! machine description when a hypervisor reports a model number of its own.
 
 /// Schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// PRAGMA application_id of dcpi databases: "DCPI".
 pub const APPLICATION_ID: i64 = 0x4443_5049;
@@ -54,7 +56,8 @@ CREATE TABLE runs (
     tsc_hz         REAL,
     ticks_per_cycle REAL,
     dcpi_version   TEXT,
-    sampled_core_hz REAL
+    sampled_core_hz REAL,
+    cpu_features   TEXT
 );
 CREATE TABLE epochs (
     id         INTEGER PRIMARY KEY,
@@ -169,6 +172,9 @@ CREATE TABLE kernel_charges (
     PRIMARY KEY (epoch_id, from_process_id, to_process_id, image_id, offset, event_id, link)
 ) WITHOUT ROWID;
 "#;
+
+/// Upgrade of a version 4 database.
+pub const MIGRATE_4_TO_5: &str = "ALTER TABLE runs ADD COLUMN cpu_features TEXT;";
 
 /// Upgrade of a version 3 database.
 pub const MIGRATE_3_TO_4: &str = "ALTER TABLE runs ADD COLUMN sampled_core_hz REAL;";

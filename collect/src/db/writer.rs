@@ -137,8 +137,8 @@ impl ProfileWriter {
         tx.execute(
             "INSERT INTO runs(started_at, mode, command, target_pid, hostname, kernel, kernel_build_id,
                  cpu_vendor, cpu_family, cpu_model, cpu_stepping, cpu_model_name, online_cpus,
-                 core_hz, tsc_hz, ticks_per_cycle, dcpi_version)
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+                 core_hz, tsc_hz, ticks_per_cycle, dcpi_version, cpu_features)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
             params![
                 now,
                 run.mode,
@@ -157,6 +157,7 @@ impl ProfileWriter {
                 c.map(|c| c.tsc_hz),
                 c.map(|c| c.ticks_per_cycle),
                 env!("CARGO_PKG_VERSION"),
+                run.host.cpu_features.join(" "),
             ],
         )?;
         let run_id = tx.last_insert_rowid();
