@@ -17,6 +17,8 @@ pub const CLASSES: &[&str] = &[
     "rotate_cl",
     "cmov",
     "setcc",
+    "cmov_carry_zero",
+    "setcc_carry_zero",
     "bitcount",
     "imul",
     "mul_wide",
@@ -355,9 +357,13 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     reads.push(reg)
                 }
             }
-            OpAccess::Write | OpAccess::CondWrite => writes.push(reg),
-            OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
-                reads.push(reg);
+            OpAccess::Write => writes.push(reg),
+            // A register written or not (cmov's destination) keeps its
+            // old value otherwise: the result depends on it.
+            OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
+                if !reads.contains(&reg) {
+                    reads.push(reg);
+                }
                 writes.push(reg);
             }
             _ => {}
@@ -646,6 +652,10 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 {
                     "gpr_vec"
                 }
+                // Above / below-or-equal read CF and ZF, which Intel keeps
+                // apart: two µops there (measured on Golden Cove).
+                Mnemonic::Cmova | Mnemonic::Cmovbe => "cmov_carry_zero",
+                Mnemonic::Seta | Mnemonic::Setbe => "setcc_carry_zero",
                 _ if m.starts_with("cmov") => "cmov",
                 _ if m.starts_with("set") => "setcc",
                 Mnemonic::Movd | Mnemonic::Movq | Mnemonic::Vmovd | Mnemonic::Vmovq

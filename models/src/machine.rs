@@ -19,6 +19,12 @@ pub struct ClassCost {
     /// Fused-domain µops (dispatch slots).
     #[serde(default = "one")]
     pub uops: u32,
+    /// The flags it reads are combined by a µop of their own first (on the
+    /// same ports, one cycle), so flags reach the result a cycle later than
+    /// the other inputs: Intel's cmovbe/setbe (CF and ZF live apart),
+    /// measured on Golden Cove: flags to result 2 cycles, data 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub split_flags: bool,
     pub source: String,
 }
 
@@ -114,6 +120,13 @@ pub struct Machine {
     /// %al,(%rbx); mov (%rbx),%rcx` at 19 cycles a pair (measured).
     #[serde(default)]
     pub store_forward_fail: u32,
+    /// L1 loads conflict in banks: no 4-byte word of a line (a bank) serves
+    /// more than two loads in one cycle. Measured on Golden Cove (Sapphire
+    /// Rapids): `mov (%rbx),%rax` ×3 1.51 cycles a copy, at 0/64/128 1.51,
+    /// at 0/8/16 or 0/64/136 1.00; 4-byte loads at 0/64/132 1.00, with the
+    /// first two 8-byte (reading the word at 4 too) 1.51.
+    #[serde(default)]
+    pub load_bank_conflicts: bool,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     /// Cycles a 1- or 2-byte store holds up store commit when its cache
@@ -223,6 +236,15 @@ impl Machine {
             if !m.classes.contains_key(class) {
                 if let Some(shuffle) = m.classes.get("vec_shuffle").cloned() {
                     m.classes.insert(class.into(), shuffle);
+                }
+            }
+        }
+        // And before above / below-or-equal conditions were: they cost
+        // what the others did.
+        for (class, like) in [("cmov_carry_zero", "cmov"), ("setcc_carry_zero", "setcc")] {
+            if !m.classes.contains_key(class) {
+                if let Some(cost) = m.classes.get(like).cloned() {
+                    m.classes.insert(class.into(), cost);
                 }
             }
         }

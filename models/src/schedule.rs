@@ -1136,4 +1136,36 @@ mod tests {
         // Golden Cove: no such fusion (a nop takes its slot).
         assert!((cpi(&format!("{movs} 90"), "golden-cove") - 5.0 / 6.0).abs() < 0.02);
     }
+
+    #[test]
+    fn golden_cove_loads_conflict_in_l1_banks() {
+        // Measured on Sapphire Rapids: three loads of one 4-byte word of a
+        // line (of any line) in a cycle do not go; other words do.
+        let same = "48 8b 03 48 8b 0b 48 8b 13"; // (%rbx) three times
+        assert_eq!(cpi(same, "golden-cove"), 1.5);
+        let words = "48 8b 03 48 8b 4b 08 48 8b 53 10"; // 0, 8, 16
+        assert_eq!(cpi(words, "golden-cove"), 1.0);
+        // 0, 64 (8 bytes: words 0 and 1) and 132 (word 1): 1.51 measured;
+        // with 4-byte loads at 0 and 64 (word 0 only) 1.00.
+        assert_eq!(
+            cpi("48 8b 03 48 8b 4b 40 8b 93 84 00 00 00", "golden-cove"),
+            1.5
+        );
+        assert_eq!(cpi("8b 03 8b 4b 40 8b 93 84 00 00 00", "golden-cove"), 1.0);
+        // Zen 4 has no such limit in the model.
+        assert_eq!(cpi(same, "zen4"), 1.0);
+    }
+
+    #[test]
+    fn intel_cmovbe_takes_two_uops_and_its_flags_a_cycle_more() {
+        // Measured on Golden Cove: cmp + cmovbe chain 3.00, + cmove 2.00;
+        // four independent cmovbe 4.00 (two µops each on p0/p6).
+        assert_eq!(cpi("48 39 c3 48 0f 46 c1", "golden-cove"), 3.0);
+        assert_eq!(cpi("48 39 c3 48 0f 44 c1", "golden-cove"), 2.0);
+        let four = "48 0f 46 c1 48 0f 46 d1 48 0f 46 f1 48 0f 46 f9";
+        assert_eq!(cpi(four, "golden-cove"), 4.0);
+        // cmov keeps its destination when the condition fails: a chain.
+        assert_eq!(cpi("48 0f 44 c1", "zen4"), 1.0);
+        assert_eq!(cpi("48 39 c3 48 0f 46 c1", "zen4"), 2.0);
+    }
 }

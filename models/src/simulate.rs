@@ -101,6 +101,9 @@ pub(crate) struct Uop {
     pub insn: u32,
     /// Index into [`Graph::port_sets`].
     pub ports: u16,
+    /// A load's L1 banks, one bit per 4-byte word of a 64-byte line (0:
+    /// none, or no bank limit; see [`Machine::load_bank_conflicts`]).
+    pub banks: u16,
     pub latency: u32,
     pub occupancy: u32,
     /// Inputs: a range of [`Graph::deps`] (and of [`Graph::why`]).
@@ -198,6 +201,8 @@ struct StaticCost<'a> {
     exec_ports: u16,
     load_ports: u16,
     load_latency: u32,
+    /// The L1 banks its load reads (see [`Uop::banks`]).
+    load_banks: u16,
     /// Fuses with the conditional branch after it.
     fuse_next: bool,
     /// Done at rename: zero idiom, eliminated move, folded immediate.
@@ -402,6 +407,10 @@ impl<'a> Graph<'a> {
                     exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
                     load_ports,
                     load_latency: load_cost.latency + m.load_address_latency(sh),
+                    load_banks: sh
+                        .load
+                        .filter(|_| m.load_bank_conflicts)
+                        .map_or(0, |a| load_banks(&a)),
                     fuse_next: fuse_next(s),
                     eliminated: (sh.zero_idiom && m.zero_idioms)
                         || m.eliminates_move(sh)
@@ -697,6 +706,7 @@ impl<'a> Graph<'a> {
         self.uops.push(Uop {
             insn,
             ports,
+            banks: 0,
             latency,
             occupancy,
             deps: Span::new(from, self.deps.len() as u32),
@@ -718,6 +728,7 @@ impl<'a> Graph<'a> {
         let nop_fusion = self.nop_fusion;
         for (s, sh) in shapes.iter().enumerate() {
             let c = &self.costs[s];
+            let split_flags = c.class.split_flags;
             let (latency, occupancy, slots, exec_ports, load_ports, load_latency, eliminated) = (
                 c.latency,
                 c.occupancy,
@@ -836,7 +847,11 @@ impl<'a> Graph<'a> {
                         }
                     }
                 }
-                load_uop = Some(self.push_uop(id, load_ports, latency, 1, from));
+                let l = self.push_uop(id, load_ports, latency, 1, from);
+                if !forwarded {
+                    self.uops[l as usize].banks = self.costs[s].load_banks;
+                }
+                load_uop = Some(l);
                 if matches!(load_key, NONE | NONE_1) {
                     load_key = load_uop.unwrap_or(NONE);
                 }
@@ -855,9 +870,21 @@ impl<'a> Graph<'a> {
                 nop_fusion && sh.is_nop && self.dyns.last().is_some_and(|p| p.slots > 0);
             let mut exec_uop = None;
             if !fused_branch && sh.class != "nop" && !eliminated {
+                let split_flags = split_flags && sh.reads.contains(&FLAGS);
+                let flags_uop = split_flags.then(|| {
+                    // The flags combined first, by a µop of their own.
+                    let from = self.deps.len() as u32;
+                    self.push_reg_deps(&[FLAGS]);
+                    self.push_uop(id, exec_ports, 1, 1, from)
+                });
                 let from = self.deps.len() as u32;
                 if sh.flags_only && m.sbb_idiom {
                     self.push_reg_deps(&[FLAGS]);
+                } else if let Some(f) = flags_uop {
+                    for &r in sh.reads.iter().filter(|&&r| r != FLAGS) {
+                        self.push_reg_deps(&[r]);
+                    }
+                    self.push_dep(f, DepWhy::Reg(FLAGS));
                 } else {
                     self.push_reg_deps(&sh.reads);
                 }
@@ -1177,6 +1204,10 @@ impl Steady {
 struct PortCalendar {
     /// Bit mask of the ports busy in cycle `c`, at `c % ring.len()`.
     ring: Vec<u64>,
+    /// Beside it, the L1 banks loads read in that cycle (see
+    /// [`Machine::load_bank_conflicts`]): banks read once in the low 16
+    /// bits, twice in the high 16.
+    banks: Vec<u32>,
     /// The cycles held: `base..end` (later cycles are all free).
     base: u64,
     end: u64,
@@ -1186,6 +1217,7 @@ impl PortCalendar {
     fn clear(&mut self) {
         if self.ring.is_empty() {
             self.ring = vec![0; 64];
+            self.banks = vec![0; 64];
         }
         self.advance(self.end);
         self.base = 0;
@@ -1205,6 +1237,7 @@ impl PortCalendar {
         for c in self.base..now.min(self.end) {
             let k = self.slot(c);
             self.ring[k] = 0;
+            self.banks[k] = 0;
         }
         self.base = self.base.max(now);
         self.end = self.end.max(self.base);
@@ -1226,6 +1259,21 @@ impl PortCalendar {
         (t..t + len).fold(mask, |f, c| f & !self.busy(c))
     }
 
+    /// Whether a load reading `banks` fits in cycle `t`: no bank read
+    /// twice there already.
+    fn banks_free(&self, banks: u16, t: u64) -> bool {
+        t >= self.end || (self.banks[self.slot(t)] >> 16) as u16 & banks == 0
+    }
+
+    /// Reserves `banks` in cycle `t` (held already by a [`take`] there).
+    ///
+    /// [`take`]: PortCalendar::take
+    fn take_banks(&mut self, banks: u16, t: u64) {
+        let k = self.slot(t);
+        let (once, twice) = (self.banks[k] as u16, (self.banks[k] >> 16) as u16);
+        self.banks[k] = (once | banks) as u32 | ((twice | (once & banks)) as u32) << 16;
+    }
+
     fn take(&mut self, port: usize, t: u64, len: u64) {
         let last = t + len;
         if len == 1 && ((t - self.base) as usize) < self.ring.len() {
@@ -1241,11 +1289,13 @@ impl PortCalendar {
             while ((last - self.base) as usize) > size {
                 size *= 2;
             }
-            let mut ring = vec![0; size];
+            let (mut ring, mut banks) = (vec![0; size], vec![0; size]);
             for c in self.base..self.end {
                 ring[(c as usize) & (size - 1)] = self.busy(c);
+                banks[(c as usize) & (size - 1)] = self.banks[self.slot(c)];
             }
             self.ring = ring;
+            self.banks = banks;
         }
         for c in t..last {
             let k = self.slot(c);
@@ -1575,10 +1625,17 @@ pub(crate) fn simulate<'a>(
                 // Bound to one pipe on entering the scheduler, free or not.
                 mask = 1 << least_used(mask, &port_load);
             }
+            let banks = uop.banks;
             if mask != 0 {
                 loop {
-                    let free = calendar.free(mask, t, occupancy);
+                    let mut free = calendar.free(mask, t, occupancy);
+                    if banks != 0 && free != 0 && !calendar.banks_free(banks, t) {
+                        free = 0;
+                    }
                     if free != 0 {
+                        if banks != 0 {
+                            calendar.take_banks(banks, t);
+                        }
                         if occupancy > 0 {
                             let port = least_used(free, &port_load);
                             calendar.take(port, t, occupancy);
@@ -1666,6 +1723,19 @@ pub(crate) fn simulate<'a>(
         graph: g,
         measured,
     }
+}
+
+/// The L1 banks a load reads: a bit per 4-byte word of a 64-byte line it
+/// touches, its base taken as line-aligned (as the harness's registers
+/// are; relative to other loads through the same base it is exact), none
+/// when an index register or RIP makes the offset unknown.
+fn load_banks(a: &crate::classify::MemAddr) -> u16 {
+    if a.index != iced_x86::Register::None || a.base == iced_x86::Register::RIP {
+        return 0;
+    }
+    let first = (a.disp & 63) >> 2;
+    let words = (((a.disp & 3) as usize + a.size.max(1)).div_ceil(4)).min(16) as u64;
+    (0..words).fold(0u16, |m, w| m | 1 << ((first + w) & 15))
 }
 
 /// The port of `mask` (not empty) with the least work issued to it so far,
