@@ -810,7 +810,16 @@ impl<'a> Graph<'a> {
                     let renamed = match m.memory_renaming.as_str() {
                         // Measured on Golden Cove: general-register data only; an
                         // xmm store/load round trip takes ~7 cycles.
-                        "any" => !shapes[st].rmw_reg_source && !shapes[st].vector_mem,
+                        // Not 16-bit data (`mov %ax,(%rbx); mov (%rbx),%ax`
+                        // 8.01 cycles, `movzwl` 5.00; 8-bit 1.03, `movzbl`
+                        // in BHive blocks too), not a 32-bit load extended
+                        // (`movslq` 6.03): measured on Sapphire Rapids.
+                        "any" => {
+                            !shapes[st].rmw_reg_source
+                                && !shapes[st].vector_mem
+                                && addr.size != 2
+                                && !(sh.extending_load && addr.size == 4)
+                        }
                         "stack" => stack,
                         // Measured on Zen 4: any base, RMW included; 1 cycle
                         // round trips for 32/64-bit data, 6-9 otherwise.
