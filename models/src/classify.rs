@@ -88,6 +88,9 @@ pub struct Shape {
     pub writes: Regs,
     pub load: Option<MemAddr>,
     pub store: Option<MemAddr>,
+    /// push, pop, call or ret: its memory operand's displacement is not
+    /// where it reads (the stack engine's offset is left out).
+    pub stack_op: bool,
     pub vector_mem: bool,
     /// xor r,r and friends: no execution, no input dependency.
     pub zero_idiom: bool,
@@ -694,6 +697,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         writes,
         load,
         store,
+        stack_op,
         vector_mem,
         zero_idiom,
         flags_only,

@@ -409,7 +409,7 @@ impl<'a> Graph<'a> {
                     load_latency: load_cost.latency + m.load_address_latency(sh),
                     load_banks: sh
                         .load
-                        .filter(|_| m.load_bank_conflicts)
+                        .filter(|_| m.load_bank_conflicts && !sh.stack_op)
                         .map_or(0, |a| load_banks(&a)),
                     fuse_next: fuse_next(s),
                     eliminated: (sh.zero_idiom && m.zero_idioms)
