@@ -94,7 +94,7 @@ pub struct Machine {
     /// 5, `mov (%rbx,%rax),%rax` and `mov 8(%rax),%rax` 4; an xmm load and
     /// the move back 9.05 or 10.05 plain depending on the program around
     /// it, 10.05 scaled: not modeled).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub complex_address_latency: u32,
     /// Instructions dispatched per cycle in a block that stores through an
     /// index register, where fewer than `dispatch_width` (0: no limit).
@@ -102,7 +102,7 @@ pub struct Machine {
     /// cycles, with `mov %rax,(%rsi)` 0.75; two moves and the indexed store
     /// 0.75, with the plain one 0.50 — four a cycle, as the decoders give
     /// when the op cache does not (the mechanism is a guess).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub indexed_store_width: u32,
     /// Cycles around a read-modify-write's chain through memory (its load
     /// forwarded from its own store of the iteration before, the
@@ -111,7 +111,7 @@ pub struct Machine {
     /// reloaded pointer 6.04 cycles, `orl $4,8(%rbx)` 6.21, `add
     /// %rax,8(%rbx)` 6.23, where a store and a load round trip alone take
     /// 6.26: the operation's cycle is hidden.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub rmw_round_trip: u32,
     /// Cycles from the retirement of a store to the issue of a later load
     /// that reads some of its bytes and others (a wider load, or one that
@@ -136,10 +136,10 @@ pub struct Machine {
     /// copy, with `mov %ecx,(%r8)` 2.00; three lines 6.00, four 7.00, five
     /// 5.00; a byte store and a wider one to the same line 1.00; Zen 4 does
     /// not do it (the same BHive blocks 2.5 there, 5.0 on Zen 3).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub narrow_store_stall: u32,
     /// See [`Machine::narrow_store_stall`].
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub narrow_store_window: u32,
     pub mispredict_penalty: u32,
     /// By class name (see [`Machine::class`]; changed through
@@ -152,10 +152,6 @@ pub struct Machine {
     /// [`Machine::ports`], computed once.
     #[serde(skip)]
     class_table: ClassTable,
-}
-
-fn is_zero(x: &u32) -> bool {
-    *x == 0
 }
 
 /// A lazily filled cache of [`Machine::ports`]; equal whatever it holds, so
