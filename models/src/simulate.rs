@@ -818,7 +818,7 @@ impl<'a> Graph<'a> {
                             !shapes[st].rmw_reg_source
                                 && !shapes[st].vector_mem
                                 && addr.size != 2
-                                && !(sh.extending_load && addr.size == 4)
+                                && (!sh.extending_load || addr.size != 4)
                         }
                         "stack" => stack,
                         // Measured on Zen 4: any base, RMW included; 1 cycle
