@@ -19,6 +19,7 @@ pub const CLASSES: &[&str] = &[
     "setcc",
     "cmov_carry_zero",
     "setcc_carry_zero",
+    "high8_read",
     "bitcount",
     "imul",
     "mul_wide",
@@ -689,6 +690,21 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 }
             },
         }
+    };
+    // An integer operation reading AH, BH, CH or DH extracts the byte on a
+    // unit of its own (Golden Cove: port 1, 3 cycles; measured).
+    let reads_high8 = ii.used_registers().iter().any(|u| {
+        matches!(
+            u.register(),
+            Register::AH | Register::BH | Register::CH | Register::DH
+        ) && matches!(
+            u.access(),
+            OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        )
+    });
+    let class = match class {
+        "alu" | "mov" | "shift" if reads_high8 => "high8_read",
+        c => c,
     };
     Shape {
         class,

@@ -237,7 +237,11 @@ impl Machine {
         }
         // And before above / below-or-equal conditions were: they cost
         // what the others did.
-        for (class, like) in [("cmov_carry_zero", "cmov"), ("setcc_carry_zero", "setcc")] {
+        for (class, like) in [
+            ("cmov_carry_zero", "cmov"),
+            ("setcc_carry_zero", "setcc"),
+            ("high8_read", "alu"),
+        ] {
             if !m.classes.contains_key(class) {
                 if let Some(cost) = m.classes.get(like).cloned() {
                     m.classes.insert(class.into(), cost);

@@ -1168,4 +1168,14 @@ mod tests {
         assert_eq!(cpi("48 0f 44 c1", "zen4"), 1.0);
         assert_eq!(cpi("48 39 c3 48 0f 46 c1", "zen4"), 2.0);
     }
+
+    #[test]
+    fn golden_cove_reads_high_byte_registers_on_one_port() {
+        // Measured: `movzbl %ah,%edx` one a cycle, its chain (`movzbl
+        // %ah,%eax`) 3 cycles; with `%al` 0.33 (moves, eliminated or not).
+        assert_eq!(cpi("0f b6 d4", "golden-cove"), 1.0);
+        assert_eq!(cpi("0f b6 c4", "golden-cove"), 3.0);
+        assert_eq!(cpi("8b 57 48 f6 c6 20", "golden-cove"), 1.0); // mov 0x48(%rdi),%edx; test $0x20,%dh
+        assert_eq!(cpi("8b 57 48 f6 c2 20", "golden-cove"), 0.5); // ... %dl
+    }
 }
