@@ -127,6 +127,12 @@ pub struct Machine {
     /// first two 8-byte (reading the word at 4 too) 1.51.
     #[serde(default)]
     pub load_bank_conflicts: bool,
+    /// Cycles a store that crosses a 64-byte line takes to commit, alone (0:
+    /// as any other). Golden Cove, measured: `movups %xmm0,0x38(%rbx)` or
+    /// `mov %rax,0x3c(%rbx)` 2.00 cycles a copy, at 0x20 0.51; after a store
+    /// to another line 2.99.
+    #[serde(default)]
+    pub split_store_commit: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     /// Cycles a 1- or 2-byte store holds up store commit when its cache

@@ -1178,4 +1178,14 @@ mod tests {
         assert_eq!(cpi("8b 57 48 f6 c6 20", "golden-cove"), 1.0); // mov 0x48(%rdi),%edx; test $0x20,%dh
         assert_eq!(cpi("8b 57 48 f6 c2 20", "golden-cove"), 0.5); // ... %dl
     }
+
+    #[test]
+    fn golden_cove_commits_a_line_splitting_store_alone_in_two_cycles() {
+        // Measured: `movups %xmm0,0x38(%rbx)` 2.00 a copy, at 0x20 0.51;
+        // both 2.99; `mov %rax,0x3c(%rbx)` 2.00.
+        assert_eq!(cpi("0f 11 43 38", "golden-cove"), 2.0);
+        assert_eq!(cpi("0f 11 43 20", "golden-cove"), 0.5);
+        assert_eq!(cpi("0f 11 43 20 0f 11 4b 38", "golden-cove"), 3.0);
+        assert_eq!(cpi("48 89 43 3c", "golden-cove"), 2.0);
+    }
 }

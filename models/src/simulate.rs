@@ -1403,6 +1403,9 @@ struct RetireState {
     cycle: u64,
     count: u32,
     commits: u32,
+    /// No store commits before this cycle (a line-splitting store's two
+    /// lines are still being written).
+    commit_free_at: u64,
     last_store_line: Option<StoreLine>,
     /// The last lines stores were committed to, each with the cycle its
     /// last group of stores committed in, for the narrow-store stall.
@@ -1429,6 +1432,14 @@ type StoreLine = (iced_x86::Register, iced_x86::Register, i64);
 /// Lines [`RetireState`] remembers (the stall's window is a few cycles, in
 /// which at most `store_commit` lines a cycle are written).
 const RECENT_LINES: usize = 8;
+
+/// Whether a store crosses a 64-byte line, its base taken as line-aligned
+/// (as for [`load_banks`]; unknown with an index register or RIP).
+fn splits_line(a: &crate::classify::MemAddr) -> bool {
+    a.index == iced_x86::Register::None
+        && a.base != iced_x86::Register::RIP
+        && (a.disp & 63) as usize + a.size > 64
+}
 
 impl RetireState {
     fn move_to(&mut self, cycle: u64) {
@@ -1539,6 +1550,7 @@ pub(crate) fn simulate<'a>(
         cycle: 0,
         count: 0,
         commits: 0,
+        commit_free_at: 0,
         last_store_line: None,
         recent_lines: [RecentLine::default(); RECENT_LINES],
         next_recent: 0,
@@ -1680,10 +1692,18 @@ pub(crate) fn simulate<'a>(
             if let Some(addr) = sh.store {
                 let line = (addr.base, addr.index, addr.disp as i64 >> 6);
                 let new_group = retire.last_store_line != Some(line);
-                if retire.commits >= m.store_commit && new_group {
+                let split = m.split_store_commit > 0 && splits_line(&addr) && !sh.stack_op;
+                if retire.cycle < retire.commit_free_at
+                    || (retire.commits >= m.store_commit && new_group)
+                    || (split && retire.commits > 0)
+                {
                     held.get_or_insert(RetireStall::StoreCommit);
                     retire.move_to(retire.cycle + 1);
                     continue;
+                }
+                if split {
+                    // Both lines' commits, alone.
+                    retire.commit_free_at = retire.cycle + m.split_store_commit as u64;
                 }
                 if m.narrow_store_stall > 0
                     && narrow_store_held(m, &mut retire, line, addr.size, new_group)
