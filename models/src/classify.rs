@@ -107,6 +107,9 @@ pub struct Shape {
     pub zero_extend_byte: bool,
     /// `add/sub reg, imm` (some cores fold these at rename).
     pub imm_add: bool,
+    /// add/sub/and/or/xor of a register with a 32-bit immediate (the form
+    /// that fuses with a move before it, see `Machine::move_imm32_fusion`).
+    pub alu_imm32: bool,
     /// A read-modify-write of memory whose other source is a register
     /// (Golden Cove does not rename these through memory: measured).
     pub rmw_reg_source: bool,
@@ -488,6 +491,11 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     | OpKind::Immediate32
                     | OpKind::Immediate32to64
             );
+    let alu_imm32 = matches!(
+        i.mnemonic(),
+        Mnemonic::Add | Mnemonic::Sub | Mnemonic::And | Mnemonic::Or | Mnemonic::Xor
+    ) && i.op0_kind() == OpKind::Register
+        && matches!(i.op1_kind(), OpKind::Immediate32 | OpKind::Immediate32to64);
     let fusible = matches!(
         i.mnemonic(),
         Mnemonic::Cmp
@@ -714,6 +722,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         load,
         store,
         stack_op,
+        alu_imm32,
         vector_mem,
         zero_idiom,
         flags_only,

@@ -61,6 +61,13 @@ pub struct Machine {
     #[serde(default)]
     pub nop_fusion: bool,
     pub zero_idioms: bool,
+    /// An eliminated register move and an add/sub/and/or/xor with a 32-bit
+    /// immediate into the same register after it take one rename slot.
+    /// Golden Cove, measured: `mov %esi,%edx; and $0xF000,%edx` 0.20
+    /// cycles a copy (five ALUs), with `and $0xF,%edx` (8-bit immediate)
+    /// 0.34, `add $0x5000` 0.20, `add $5` 0.35.
+    #[serde(default)]
+    pub move_imm32_fusion: bool,
     /// `sbb r,r` (32/64-bit) waits for the carry flag only, not for the
     /// register (measured on Zen 4: `cmp; sbb %ecx,%ecx; and $2,%ecx`
     /// 0.75 cycles a copy, with `adc` or `sbb %cl,%cl` 2.00).
