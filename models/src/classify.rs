@@ -13,6 +13,9 @@ pub const CLASSES: &[&str] = &[
     "mov",
     "lea",
     "lea3",
+    "lea_scaled",
+    "lea3_scaled",
+    "sign_extend",
     "shift",
     "rotate_cl",
     "cmov",
@@ -557,6 +560,8 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                         "nop" // the load or store µops do the work
                     } else if i.mnemonic() == Mnemonic::Mov {
                         "mov"
+                    } else if matches!(i.mnemonic(), Mnemonic::Movsx | Mnemonic::Movsxd) {
+                        "sign_extend"
                     } else {
                         "alu"
                     }
@@ -568,10 +573,14 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     let three = i.memory_base() != Register::None
                         && i.memory_index() != Register::None
                         && (i.memory_displacement64() != 0 || i.memory_displ_size() > 0);
-                    if three {
-                        "lea3"
-                    } else {
-                        "lea"
+                    // A scaled index (×2, ×4, ×8) is slower on Intel than
+                    // three components are (Golden Cove, measured).
+                    let scaled = i.memory_index() != Register::None && i.memory_index_scale() > 1;
+                    match (three, scaled) {
+                        (true, true) => "lea3_scaled",
+                        (true, false) => "lea3",
+                        (false, true) => "lea_scaled",
+                        (false, false) => "lea",
                     }
                 }
                 Mnemonic::Add

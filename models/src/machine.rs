@@ -254,6 +254,9 @@ impl Machine {
             ("cmov_carry_zero", "cmov"),
             ("setcc_carry_zero", "setcc"),
             ("high8_read", "alu"),
+            ("lea_scaled", "lea"),
+            ("lea3_scaled", "lea3"),
+            ("sign_extend", "alu"),
         ] {
             if !m.classes.contains_key(class) {
                 if let Some(cost) = m.classes.get(like).cloned() {
