@@ -8,7 +8,9 @@
 //! `DCPI_MEASURE_MODEL_ONLY=1` skips the measurement and prints the model's
 //! cycles alone, e.g. to compare two machine descriptions over a saved
 //! BHive set (`datasets/models/bhive-*.tsv`); `DCPI_MACHINE=NAME|FILE.toml`
-//! models with another description than the host's.
+//! models with another description than the host's;
+//! `DCPI_MEASURE_ITERATIONS=N` runs the model N iterations (the second half
+//! measured) instead of stopping at its first steady state.
 
 use dcpi_models::block::{decode, parse_hex};
 use dcpi_models::harness::{measurable_indexed, measure};
@@ -49,6 +51,10 @@ fn main() {
         };
         let options = Options {
             mode: RepeatMode::Unrolled,
+            iterations: std::env::var("DCPI_MEASURE_ITERATIONS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
             ..Options::default()
         };
         let model = analyze(&machine, &block, options).cycles_per_iteration;
