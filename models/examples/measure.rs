@@ -55,7 +55,6 @@ fn main() {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
-            ..Options::default()
         };
         let model = analyze(&machine, &block, options).cycles_per_iteration;
         println!(
