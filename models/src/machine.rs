@@ -200,6 +200,20 @@ impl PartialEq for ClassTable {
     }
 }
 
+/// Classes split off a broader one, and that one: a description without
+/// the first costs it as the second (see [`Machine::parse`]).
+const SPLIT_CLASSES: &[(&str, &str)] = &[
+    ("vec_shift", "vec_alu"),
+    ("vec_byte_shuffle", "vec_shuffle"),
+    ("vec_blendv", "vec_shuffle"),
+    ("cmov_carry_zero", "cmov"),
+    ("setcc_carry_zero", "setcc"),
+    ("high8_read", "alu"),
+    ("lea_scaled", "lea"),
+    ("lea3_scaled", "lea3"),
+    ("sign_extend", "alu"),
+];
+
 /// Bundled descriptions: (name, TOML text).
 pub const BUNDLED: &[(&str, &str)] = &[
     ("golden-cove", include_str!("../machines/golden-cove.toml")),
@@ -232,35 +246,13 @@ impl Machine {
             name: name.into(),
             detail: e.to_string(),
         })?;
-        // Descriptions written before `vec_shift` was its own class (a
-        // calibrated copy, say): shifts cost what other vector ops did.
-        if !m.classes.contains_key("vec_shift") {
-            if let Some(alu) = m.classes.get("vec_alu").cloned() {
-                m.classes.insert("vec_shift".into(), alu);
-            }
-        }
-        // And before byte shuffles and variable blends were: they cost what
-        // other shuffles did.
-        for class in ["vec_byte_shuffle", "vec_blendv"] {
-            if !m.classes.contains_key(class) {
-                if let Some(shuffle) = m.classes.get("vec_shuffle").cloned() {
-                    m.classes.insert(class.into(), shuffle);
-                }
-            }
-        }
-        // And before above / below-or-equal conditions were: they cost
-        // what the others did.
-        for (class, like) in [
-            ("cmov_carry_zero", "cmov"),
-            ("setcc_carry_zero", "setcc"),
-            ("high8_read", "alu"),
-            ("lea_scaled", "lea"),
-            ("lea3_scaled", "lea3"),
-            ("sign_extend", "alu"),
-        ] {
-            if !m.classes.contains_key(class) {
-                if let Some(cost) = m.classes.get(like).cloned() {
-                    m.classes.insert(class.into(), cost);
+        // Classes split off later from a broader one: a description written
+        // before (a calibrated copy, or one that never measured the
+        // difference) costs them as the class they came from.
+        for (class, like) in SPLIT_CLASSES {
+            if !m.classes.contains_key(*class) {
+                if let Some(cost) = m.classes.get(*like).cloned() {
+                    m.classes.insert((*class).into(), cost);
                 }
             }
         }
@@ -315,23 +307,25 @@ impl Machine {
     /// number, else the first of its vendor and family whose identifying
     /// features it has all of, else `generic`.
     pub fn for_cpu(vendor: &str, family: u32, model: u32, features: &[String]) -> Machine {
-        let family_members = || {
-            BUNDLED
-                .iter()
-                .filter_map(|(name, text)| Machine::parse(name, text).ok())
-                .filter(|m| m.vendor == vendor && m.family == family)
-        };
-        if let Some(m) = family_members().find(|m| m.models.contains(&model)) {
-            return m;
-        }
+        let mut members: Vec<Machine> = BUNDLED
+            .iter()
+            .filter_map(|(name, text)| Machine::parse(name, text).ok())
+            .filter(|m| m.vendor == vendor && m.family == family)
+            .collect();
         let has_all = |m: &Machine| m.features.iter().all(|f| features.contains(f));
-        if let Some(m) = family_members().find(|m| !m.features.is_empty() && has_all(m)) {
-            return m;
+        let pick = members
+            .iter()
+            .position(|m| m.models.contains(&model))
+            .or_else(|| {
+                members
+                    .iter()
+                    .position(|m| !m.features.is_empty() && has_all(m))
+            })
+            .or_else(|| members.iter().position(|m| m.models.is_empty()));
+        match pick {
+            Some(k) => members.swap_remove(k),
+            None => Machine::by_name("generic").expect("bundled generic description parses"),
         }
-        if let Some(m) = family_members().find(|m| m.models.is_empty()) {
-            return m;
-        }
-        Machine::by_name("generic").expect("bundled generic description parses")
     }
 
     /// The description of the host this runs on.
