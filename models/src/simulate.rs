@@ -1449,12 +1449,18 @@ type StoreLine = (iced_x86::Register, iced_x86::Register, i64);
 /// which at most `store_commit` lines a cycle are written).
 const RECENT_LINES: usize = 8;
 
-/// Whether a store crosses a 64-byte line, its base taken as line-aligned
-/// (as for [`load_banks`]; unknown with an index register or RIP).
+/// Where an access starts in its 64-byte line, its base taken as
+/// line-aligned (as the harness's registers are; relative to other
+/// accesses through the same base it is exact); unknown with an index
+/// register or RIP.
+fn line_offset(a: &crate::classify::MemAddr) -> Option<usize> {
+    (a.index == iced_x86::Register::None && a.base != iced_x86::Register::RIP)
+        .then_some((a.disp & 63) as usize)
+}
+
+/// Whether a store crosses a 64-byte line (see [`line_offset`]).
 fn splits_line(a: &crate::classify::MemAddr) -> bool {
-    a.index == iced_x86::Register::None
-        && a.base != iced_x86::Register::RIP
-        && (a.disp & 63) as usize + a.size > 64
+    line_offset(a).is_some_and(|o| o + a.size > 64)
 }
 
 impl RetireState {
@@ -1670,13 +1676,15 @@ pub(crate) fn simulate<'a>(
                         free = 0;
                     }
                     if free != 0 {
-                        if banks != 0 {
-                            calendar.take_banks(banks, t);
-                        }
                         if occupancy > 0 {
                             let port = least_used(free, &port_load);
                             calendar.take(port, t, occupancy);
                             port_load[port] += occupancy;
+                        }
+                        if banks != 0 {
+                            // After `take`: the cycle is held (the ring may
+                            // have grown to reach it).
+                            calendar.take_banks(banks, t);
                         }
                         break;
                     }
@@ -1774,15 +1782,13 @@ pub(crate) fn simulate<'a>(
 }
 
 /// The L1 banks a load reads: a bit per 4-byte word of a 64-byte line it
-/// touches, its base taken as line-aligned (as the harness's registers
-/// are; relative to other loads through the same base it is exact), none
-/// when an index register or RIP makes the offset unknown.
+/// touches (see [`line_offset`]), none where the offset is unknown.
 fn load_banks(a: &crate::classify::MemAddr) -> u16 {
-    if a.index != iced_x86::Register::None || a.base == iced_x86::Register::RIP {
+    let Some(offset) = line_offset(a) else {
         return 0;
-    }
-    let first = (a.disp & 63) >> 2;
-    let words = (((a.disp & 3) as usize + a.size.max(1)).div_ceil(4)).min(16) as u64;
+    };
+    let first = offset >> 2;
+    let words = ((offset & 3) + a.size.max(1)).div_ceil(4).min(16);
     (0..words).fold(0u16, |m, w| m | 1 << ((first + w) & 15))
 }
 
