@@ -593,6 +593,10 @@ struct Charges {
     refetch_bounded: Vec<bool>,
 }
 
+/// The share of a block's clean samples split to it from a successor
+/// above which its estimate is a guess.
+const GUESSED_SHARE: f64 = 0.9;
+
 /// How far (a share of the larger) a block's frequency may move between
 /// the two passes and still count as settled.
 const UNSTABLE: f64 = 0.5;
@@ -774,14 +778,23 @@ impl<'a> FunctionAnalysis<'a> {
                     .filter(|&i| !clear(i))
                     .map(|i| ch.samples[i])
                     .sum();
-                // A loop exit's target only (every predecessor leaves a
-                // loop the block is not in, through a conditional branch).
+                // Reached only where a mispredict's refill lands: a loop
+                // exit's target (every predecessor leaves a loop the block
+                // is not in, through a conditional branch) or a target of
+                // indirect jumps (a dispatch through a jump table, where
+                // each entry that was not predicted costs one refill).
                 let exit_target = {
-                    let mut preds = cfg.predecessors(b).peekable();
+                    let mut preds = cfg
+                        .predecessors(b)
+                        .filter(|e| !cfg.is_padding(e.from))
+                        .peekable();
                     preds.peek().is_some()
                         && preds.all(|e| {
                             let last = &cfg.insns[cfg.blocks[e.from].insns.end - 1];
-                            crate::disasm::may_mispredict(last) && cfg.leaves_loop(e.from, b)
+                            crate::disasm::may_mispredict(last)
+                                && (cfg.leaves_loop(e.from, b)
+                                    || last.instr.flow_control()
+                                        == iced_x86::FlowControl::IndirectBranch)
                         })
                 };
                 let penalty = self.machine.mispredict_penalty as f64;
@@ -791,16 +804,19 @@ impl<'a> FunctionAnalysis<'a> {
                     }
                     _ => None,
                 };
-                // All its clean evidence is a share of a successor's first
-                // samples, split by the frequencies being estimated: a guess
-                // (codec's never-run `0x1430` took half of its successor's
-                // through its jmp and came out 71 M at medium).
-                let guessed = total > 0.0
-                    && blk
-                        .insns
-                        .clone()
-                        .filter(|&i| clear(i))
-                        .all(|i| ch.samples[i] <= ch.split[i] + 1e-9);
+                // Its clean evidence is (nearly) all a share of a
+                // successor's first samples, split by the frequencies being
+                // estimated: a guess (codec's never-run `0x1430` took half
+                // of its successor's through its jmp and came out 71 M at
+                // medium; interp's handlers took their shares of the loop
+                // latch's beside a stray sample or two of their own).
+                let split: f64 = blk
+                    .insns
+                    .clone()
+                    .filter(|&i| clear(i))
+                    .map(|i| ch.split[i].min(ch.samples[i]))
+                    .sum();
+                let guessed = total > 0.0 && split >= GUESSED_SHARE * total - 1e-9;
                 BlockObservation {
                     samples: total,
                     excluded,

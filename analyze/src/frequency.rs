@@ -154,7 +154,12 @@ pub fn estimate_class(
     let usable: Vec<usize> = blocks
         .iter()
         .copied()
-        .filter(|&b| obs[b].best_cycles > 0.05)
+        // A guess beside counted refills is no evidence: the refills are
+        // (a dispatch target's share of its successor's samples, split by
+        // the frequencies being estimated, fed on itself: interp's handlers).
+        .filter(|&b| {
+            obs[b].best_cycles > 0.05 && !(obs[b].guessed && obs[b].exits_if_mispredicted.is_some())
+        })
         .collect();
     if usable.is_empty() {
         return exit_floor(class, blocks, obs);
@@ -240,6 +245,18 @@ fn exit_floor(class: usize, blocks: &[usize], obs: &[BlockObservation]) -> Optio
     if blocks.iter().any(|&b| obs[b].samples > 0.0) {
         return None;
     }
+    refetch_floor(class, blocks, obs)
+}
+
+/// At least as many runs as the refills that landed in the class's
+/// mispredict targets say, whatever else its samples say: a dispatch
+/// target's own samples may be only a share of its successor's
+/// (interp's handlers, each ending in a jump back to the loop).
+fn refetch_floor(
+    class: usize,
+    blocks: &[usize],
+    obs: &[BlockObservation],
+) -> Option<ClassEstimate> {
     let exits: Vec<(usize, f64)> = blocks
         .iter()
         .filter_map(|&b| obs[b].exits_if_mispredicted.map(|n| (b, n)))
@@ -314,6 +331,21 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
             ranges[b] = e.freq_high;
             confidence[b] = e.confidence;
             bounded[b] = e.upper_bound;
+        }
+    }
+    for (c, blocks) in cfg.classes.iter().enumerate() {
+        if let Some(f) = refetch_floor(c, blocks, obs) {
+            for &b in blocks {
+                floors[b].get_or_insert((f.freq, f.standard_error));
+                // An estimate below the refills counted in the block is
+                // contradicted by them (a few samples of its own beside
+                // hundreds of refetch: interp's first handler).
+                if estimates[b].is_some_and(|(e, _)| e < f.freq) {
+                    estimates[b] = None;
+                    ranges[b] = None;
+                    bounded[b] = false;
+                }
+            }
         }
     }
     // Padding never runs: no entry, no edges, frequency zero.
@@ -475,6 +507,19 @@ mod tests {
         let mut own = obs(50.0, 1.0);
         own.exits_if_mispredicted = Some(1000.0);
         assert!(!estimate_class(0, &[0], &[own], 2.0).unwrap().floor);
+    }
+
+    #[test]
+    fn a_guess_beside_counted_refills_is_no_estimate() {
+        // A dispatch target: its only clean samples a share of its
+        // successor's, split by the frequencies being estimated.
+        let mut o = obs(90.0, 0.5);
+        o.guessed = true;
+        assert!(estimate_class(0, &[0], &[o], 2.0).is_some());
+        o.exits_if_mispredicted = Some(1000.0);
+        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        let floor = refetch_floor(0, &[0], &[o]).unwrap();
+        assert!(floor.floor && floor.freq == 1000.0);
     }
 
     #[test]
