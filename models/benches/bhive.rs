@@ -325,7 +325,13 @@ fn main() {
             mca.push(x);
             mca_truth.push(cycles);
         }
-        rows.push((cycles, a.cycles_per_iteration, mc, text.replace('\n', "; ")));
+        rows.push((
+            cycles,
+            a.cycles_per_iteration,
+            mc,
+            text.replace('\n', "; "),
+            hex,
+        ));
         if k % 50 == 49 {
             eprintln!("{} blocks", k + 1);
         }
@@ -390,14 +396,15 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    println!("\nworst blocks (measured, dcpi, llvm-mca):");
+    println!("\nworst blocks (measured, dcpi, llvm-mca; text, hex for the measure example):");
     for r in rows.iter().take(worst) {
         println!(
-            "  {:>7.2} {:>7.2} {:>7}  {}",
+            "  {:>7.2} {:>7.2} {:>7}  {}\n                           {}",
             r.0,
             r.1,
             r.2.map(|x| format!("{x:.2}")).unwrap_or("-".into()),
-            r.3.chars().take(150).collect::<String>()
+            r.3.chars().take(150).collect::<String>(),
+            r.4
         );
     }
 }
