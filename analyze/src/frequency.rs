@@ -154,9 +154,10 @@ pub fn estimate_class(
     let usable: Vec<usize> = blocks
         .iter()
         .copied()
-        // A guess beside counted refills is no evidence: the refills are
-        // (a dispatch target's share of its successor's samples, split by
-        // the frequencies being estimated, fed on itself: interp's handlers).
+        // Beside counted refills a guess is no evidence, the refills are:
+        // a dispatch target's guessed samples are its share of its
+        // successor's, split by the frequencies being estimated, and feed
+        // on themselves (interp's handlers).
         .filter(|&b| {
             obs[b].best_cycles > 0.05 && !(obs[b].guessed && obs[b].exits_if_mispredicted.is_some())
         })
@@ -321,9 +322,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     let mut floors = vec![None; n];
     for e in &classes {
         if e.floor {
-            for &b in &cfg.classes[e.class] {
-                floors[b] = Some((e.freq, e.standard_error));
-            }
+            // Its floor is set with every class's below.
             continue;
         }
         for &b in &cfg.classes[e.class] {
@@ -336,7 +335,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     for (c, blocks) in cfg.classes.iter().enumerate() {
         if let Some(f) = refetch_floor(c, blocks, obs) {
             for &b in blocks {
-                floors[b].get_or_insert((f.freq, f.standard_error));
+                floors[b] = Some((f.freq, f.standard_error));
                 // An estimate below the refills counted in the block is
                 // contradicted by them (a few samples of its own beside
                 // hundreds of refetch: interp's first handler).
