@@ -124,6 +124,9 @@ pub struct Shape {
     pub extending_load: bool,
     /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
     pub fusible: bool,
+    /// test/and/or/xor on general registers: flags from a logical
+    /// operation (see [`crate::machine::Machine::logical_flags_latency`]).
+    pub logical_flags: bool,
     pub cond_branch: bool,
     /// The class was guessed (mnemonic not in the tables).
     pub unknown: bool,
@@ -499,6 +502,10 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         Mnemonic::Add | Mnemonic::Sub | Mnemonic::And | Mnemonic::Or | Mnemonic::Xor
     ) && i.op0_kind() == OpKind::Register
         && matches!(i.op1_kind(), OpKind::Immediate32 | OpKind::Immediate32to64);
+    let logical_flags = matches!(
+        i.mnemonic(),
+        Mnemonic::Test | Mnemonic::And | Mnemonic::Or | Mnemonic::Xor
+    );
     let fusible = matches!(
         i.mnemonic(),
         Mnemonic::Cmp
@@ -742,6 +749,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         is_nop,
         extending_load,
         fusible,
+        logical_flags,
         cond_branch,
         unknown,
         len: i.len(),

@@ -154,6 +154,16 @@ pub struct Machine {
     /// See [`Machine::narrow_store_stall`].
     #[serde(default)]
     pub narrow_store_window: u32,
+    /// Latency of a `setcc` or `cmovcc` whose flags come from a logical
+    /// operation (test/and/or/xor), from each of its inputs (0: its class's).
+    /// Measured on Golden Cove (Sapphire Rapids): `test %eax,%eax; sete
+    /// %bl` 2.00 cycles a copy (the chain through rbx), `cmp %eax,%edx;
+    /// sete %bl` 1.00, `sub`/`add`/`inc` before it 1.00, `and`/`xor`
+    /// 2.00, every condition alike, `cmovl %ecx,%ebx` 2.00; `test
+    /// %ebx,%ebx; sete %bl` 3.00 (`cmp $0,%ebx` 2.00); with a `mov`
+    /// between the two 1.58 (not modeled).
+    #[serde(default)]
+    pub logical_flags_latency: u32,
     pub mispredict_penalty: u32,
     /// By class name (see [`Machine::class`]; changed through
     /// [`Machine::class_mut`], which keeps the per-class tables right).

@@ -698,6 +698,19 @@ mod tests {
     }
 
     #[test]
+    fn a_setcc_after_a_logical_op_takes_two_cycles_on_golden_cove() {
+        // test %eax,%eax; sete %bl: the chain through rbx (measured 2.00).
+        let after_test = run("85 c0 0f 94 c3", "golden-cove", RepeatMode::Unrolled);
+        assert!((after_test.cycles_per_iteration - 2.0).abs() < 0.01);
+        // cmp %eax,%edx; sete %bl (measured 1.00).
+        let after_cmp = run("39 c2 0f 94 c3", "golden-cove", RepeatMode::Unrolled);
+        assert!((after_cmp.cycles_per_iteration - 1.0).abs() < 0.01);
+        // Zen 4 has no such rule.
+        let zen4 = run("85 c0 0f 94 c3", "zen4", RepeatMode::Unrolled);
+        assert!((zen4.cycles_per_iteration - 1.0).abs() < 0.01);
+    }
+
+    #[test]
     fn chain_free_blocks_get_their_chain_bound_without_a_second_run() {
         // mov %rbx,0x28(%rsp); xor; mov; mov; mov; neg; cltq; load; test;
         // jne (python3.11 0x531a1d): nothing passes from one iteration to

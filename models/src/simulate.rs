@@ -659,6 +659,16 @@ impl<'a> Graph<'a> {
     }
 
     /// A register's producer: [`NONE`] for one the block never writes.
+    /// Whether the flags an instruction reads now were last written by a
+    /// logical operation ([`Shape::logical_flags`]).
+    fn flags_from_logical(&self) -> bool {
+        let u = self.producer(FLAGS) as usize;
+        self.uops.get(u).is_some_and(|p| {
+            let insn = p.insn as usize;
+            self.shapes[self.dyns[insn].stat as usize].logical_flags
+        })
+    }
+
     fn producer(&self, r: Reg) -> u32 {
         match self.written.iter().position(|&w| w == r) {
             Some(k) => self.producer[k],
@@ -912,6 +922,14 @@ impl<'a> Graph<'a> {
                 if let Some(l) = load_uop {
                     self.push_dep(l, DepWhy::Reg(LOAD_RESULT));
                 }
+                let latency = if m.logical_flags_latency > 0
+                    && matches!(sh.class, "setcc" | "cmov")
+                    && self.flags_from_logical()
+                {
+                    latency.max(m.logical_flags_latency)
+                } else {
+                    latency
+                };
                 exec_uop = Some(self.push_uop(id, exec_ports, latency, occupancy, from));
             }
             if let Some(addr) = sh.store {
