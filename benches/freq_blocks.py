@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Per-block frequency estimates of `dcpi cpi --all --format json` beside
 callgrind's exact counts: a diagnostic for the analyzer.
-Usage: freq_blocks.py ALL.json CALLGRIND.OUT IMAGE_PATH"""
+Usage: freq_blocks.py ALL.json CALLGRIND.OUT IMAGE_PATH [PROFILE.db | RUNS]
+callgrind counts one run; a profile may hold several runs of the image
+(the zen3 set: 4), so its counts are multiplied by the number of processes
+that ran IMAGE_PATH in PROFILE.db (as `dcpi accuracy` does), or by RUNS."""
 import json, re, sys
 from collections import defaultdict
 
@@ -27,8 +30,24 @@ def truth_counts(path, image):
         if ob == image: truth[pos[0]] += int(t[2])
     return truth
 
+def profile_runs(arg, image):
+    import os, sqlite3
+    if arg is None:
+        return 1
+    if arg.isdigit():
+        return int(arg)
+    con = sqlite3.connect(f"file:{arg}?mode=ro", uri=True)
+    n = con.execute(
+        "SELECT COUNT(DISTINCT c.process_id) FROM counts c JOIN images i ON i.id = c.image_id "
+        "WHERE i.path = ? OR i.path LIKE ?", (image, '%/' + os.path.basename(image))).fetchone()[0]
+    return max(1, n or 1)
+
 d = json.load(open(sys.argv[1]))
 truth = truth_counts(sys.argv[2], sys.argv[3])
+runs = profile_runs(sys.argv[4] if len(sys.argv) > 4 else None, sys.argv[3])
+if runs > 1:
+    print(f"callgrind counts x {runs} (runs in the profile)")
+    truth = {k: v * runs for k, v in truth.items()}
 for f in d['functions']:
     print(f['function'], 'cycles/sample', round(f['cycles_per_sample'] or 0))
     for b in f['blocks']:
