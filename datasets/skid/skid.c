@@ -3,6 +3,9 @@
  *   imul  - a dependent imul chain, then independent adds
  *   chase - a pointer chase through 64 MiB (cache misses), then adds
  *   alu   - independent adds only (no long-latency instruction)
+ *   branch - a branch on a random bit (xorshift), mispredicted about every
+ *            other iteration: where a mispredict's refill lands
+ *   steady - the same loop, the branch on a bit that never changes
  * Each loop's instructions are labelled skid_<mode>_<k> so their addresses
  * can be found with nm. Iterations from argv[2]. */
 #include <stdio.h>
@@ -69,6 +72,36 @@ static void alu_loop(long n)
     printf("%ld %ld\n", d, e);
 }
 
+/* A branch on a random bit (taken_rng != 0) or on a constant bit: the two
+ * paths are one add each; the xorshift step is the loop's dependency chain. */
+static void branch_loop(long n, int random)
+{
+    unsigned long x = 88172645463325252UL, t = 0, mask = random ? 1 : 0;
+    long c = 0, d = 0;
+    __asm__ volatile(
+        ".globl skid_branch_0\n skid_branch_0: mov %[x], %[t]\n"
+        ".globl skid_branch_1\n skid_branch_1: shl $13, %[t]\n"
+        ".globl skid_branch_2\n skid_branch_2: xor %[t], %[x]\n"
+        ".globl skid_branch_3\n skid_branch_3: mov %[x], %[t]\n"
+        ".globl skid_branch_4\n skid_branch_4: shr $7, %[t]\n"
+        ".globl skid_branch_5\n skid_branch_5: xor %[t], %[x]\n"
+        ".globl skid_branch_6\n skid_branch_6: mov %[x], %[t]\n"
+        ".globl skid_branch_7\n skid_branch_7: shl $17, %[t]\n"
+        ".globl skid_branch_8\n skid_branch_8: xor %[t], %[x]\n"
+        ".globl skid_branch_9\n skid_branch_9: test %[m], %[x]\n"
+        ".globl skid_branch_10\n skid_branch_10: jz skid_branch_13\n"
+        ".globl skid_branch_11\n skid_branch_11: add $1, %[c]\n"
+        ".globl skid_branch_12\n skid_branch_12: jmp skid_branch_14\n"
+        ".globl skid_branch_13\n skid_branch_13: add $1, %[d]\n"
+        ".globl skid_branch_14\n skid_branch_14: add $1, %[c]\n"
+        ".globl skid_branch_15\n skid_branch_15: add $1, %[d]\n"
+        ".globl skid_branch_16\n skid_branch_16: dec %[n]\n"
+        ".globl skid_branch_17\n skid_branch_17: jnz skid_branch_0\n"
+        : [x] "+r"(x), [t] "+r"(t), [c] "+r"(c), [d] "+r"(d), [n] "+r"(n)
+        : [m] "r"(mask));
+    printf("%lu %ld %ld\n", x, c, d);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "imul";
@@ -77,6 +110,10 @@ int main(int argc, char **argv)
         imul_loop(n);
     else if (!strcmp(mode, "chase"))
         chase_loop(n);
+    else if (!strcmp(mode, "branch"))
+        branch_loop(n, 1);
+    else if (!strcmp(mode, "steady"))
+        branch_loop(n, 0);
     else
         alu_loop(n);
     return 0;
