@@ -658,7 +658,6 @@ impl<'a> Graph<'a> {
         }
     }
 
-    /// A register's producer: [`NONE`] for one the block never writes.
     /// Whether the flags an instruction reads now were last written by a
     /// logical operation ([`Shape::logical_flags`]).
     fn flags_from_logical(&self) -> bool {
@@ -669,6 +668,7 @@ impl<'a> Graph<'a> {
         })
     }
 
+    /// A register's producer: [`NONE`] for one the block never writes.
     fn producer(&self, r: Reg) -> u32 {
         match self.written.iter().position(|&w| w == r) {
             Some(k) => self.producer[k],
