@@ -449,6 +449,12 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         if sh.unknown {
             notes.push("class guessed (mnemonic not in the model's tables)".into());
         }
+        if exec.is_some_and(|u| u.latency > cost.latency) && matches!(sh.class, "setcc" | "cmov") {
+            notes.push(format!(
+                "{} cycles: its flags come from a logical operation (test/and/or/xor)",
+                machine.logical_flags_latency
+            ));
+        }
         insns.push(InsnTiming {
             index: s,
             addr: d.addr,
@@ -705,6 +711,11 @@ mod tests {
         // cmp %eax,%edx; sete %bl (measured 1.00).
         let after_cmp = run("39 c2 0f 94 c3", "golden-cove", RepeatMode::Unrolled);
         assert!((after_cmp.cycles_per_iteration - 1.0).abs() < 0.01);
+        assert!(after_test.insns[1]
+            .notes
+            .iter()
+            .any(|n| n.contains("logical operation")));
+        assert!(after_cmp.insns[1].notes.is_empty());
         // Zen 4 has no such rule.
         let zen4 = run("85 c0 0f 94 c3", "zen4", RepeatMode::Unrolled);
         assert!((zen4.cycles_per_iteration - 1.0).abs() < 0.01);
