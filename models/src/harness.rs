@@ -1,9 +1,11 @@
 //! A BHive-style measurement harness for the host, with rdtsc alone: a block
 //! is unrolled `a` and `b` times inside a loop, every general register except
-//! rsp pointing into its own 128 KiB region of a 4 MiB buffer (so different
-//! base registers do not alias, as in most real code; BHive gave them all the
-//! same value) whose words all hold the address of region 0 (so loaded
-//! pointers stay valid), FTZ/DAZ set; the cost of one copy is
+//! rsp pointing into its own 128 KiB region of a 4 MiB buffer, the regions
+//! skewed by 256 bytes each so that none is another's alias modulo 4 KiB (so
+//! different base registers do not alias, as in most real code; BHive gave
+//! them all the same value) and the buffer's words all holding the address
+//! of a region no register points into (so loaded pointers stay valid and
+//! alias only each other), FTZ/DAZ set; the cost of one copy is
 //! (t_b − t_a) / (b − a), minimum of repeats, converted to core cycles with a
 //! dependent-add calibration taken right before; a third unroll factor c = a/2
 //! checks linearity (the cost per copy between c and a must match that
@@ -19,6 +21,22 @@ use iced_x86::{FlowControl, Instruction, Mnemonic, OpKind, Register};
 const BUF: usize = 4 << 20;
 /// Spacing of the registers' regions; displacements must stay within half of it.
 const REGION: u64 = 128 << 10;
+/// Region k starts k × this many bytes further on (line-aligned), so that the
+/// same displacement through two registers is not the same address modulo
+/// 4 KiB: a load then does not wait on an earlier store to another region
+/// as if it might alias it (4K aliasing; measured on Sapphire Rapids with
+/// 128 KiB apart alone: `mov (%r15),%rax; addq $1,(%rax)` 1.78 cycles a copy,
+/// `addq $1,8(%rax)` 1.06).
+const REGION_SKEW: u64 = 256;
+/// The region the words of the buffer point into: one no register starts
+/// in, so a pointer loaded from memory does not alias the registers' own
+/// regions (it did alias rax's when the words held region 0's address).
+const POINTEE_REGION: u64 = 15;
+
+/// Start of region `k` of the buffer whose region 0 is at `base`.
+fn region_start(base: u64, k: u64) -> u64 {
+    base + k * (REGION + REGION_SKEW)
+}
 
 /// Why a block cannot be measured, or `None` if it can (no indexed
 /// addressing: see [`measurable_indexed`]).
@@ -208,7 +226,7 @@ fn build(
         if small.contains(&r) {
             INDEX_VALUE
         } else {
-            buf_mid + region * REGION
+            region_start(buf_mid, region)
         }
     };
     for (k, op) in others.iter().enumerate() {
@@ -335,11 +353,14 @@ pub fn measure(block: &[u8], instructions: usize, cpu: usize) -> Option<Measured
             if buf == libc::MAP_FAILED {
                 libc::_exit(1);
             }
-            // Region 0 starts 256 KiB in; 15 regions of 128 KiB follow.
+            // Region 0 starts 256 KiB in; 15 regions of 128 KiB follow
+            // (skewed, see `REGION_SKEW`), then the one loaded pointers
+            // point into.
             let mid = buf as u64 + 2 * REGION;
+            let pointee = region_start(mid, POINTEE_REGION);
             let words = std::slice::from_raw_parts_mut(buf as *mut u64, BUF / 8);
             for w in words.iter_mut() {
-                *w = mid;
+                *w = pointee;
             }
             let clock = core_clock::calibrate();
             // Size the outer loop for ~0.5 ms per run.
