@@ -160,8 +160,10 @@ pub struct Machine {
     /// %bl` 2.00 cycles a copy (the chain through rbx), `cmp %eax,%edx;
     /// sete %bl` 1.00, `sub`/`add`/`inc` before it 1.00, `and`/`xor`
     /// 2.00, every condition alike, `cmovl %ecx,%ebx` 2.00; `test
-    /// %ebx,%ebx; sete %bl` 3.00 (`cmp $0,%ebx` 2.00); with a `mov`
-    /// between the two 1.58 (not modeled).
+    /// %ebx,%ebx; sete %bl` 3.00 (`cmp $0,%ebx` 2.00); the zero idiom
+    /// `xor %eax,%eax` before it 2.00, `sub %eax,%eax` 1.00; the last
+    /// writer of the flags decides (`and $0xff,%r8; add $1,%r9d; sete
+    /// %bl` 1.09); with a `mov` between the two 1.58 (not modeled).
     #[serde(default)]
     pub logical_flags_latency: u32,
     pub mispredict_penalty: u32,

@@ -238,6 +238,9 @@ pub(crate) struct Graph<'a> {
     /// besides nops (a block of nops only would alternate between
     /// iterations).
     nop_fusion: bool,
+    /// The instruction that last wrote the flags (in program order, as the
+    /// builder goes) is a logical operation ([`Shape::logical_flags`]).
+    flags_logical: bool,
     pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
@@ -468,6 +471,7 @@ impl<'a> Graph<'a> {
             last_state,
             next_state,
             have_last_state: false,
+            flags_logical: false,
             written,
             head: arrays.head,
             scratch: arrays.scratch,
@@ -656,16 +660,6 @@ impl<'a> Graph<'a> {
             d.dispatch_stall = None;
             d.retire_stall = None;
         }
-    }
-
-    /// Whether the flags an instruction reads now were last written by a
-    /// logical operation ([`Shape::logical_flags`]).
-    fn flags_from_logical(&self) -> bool {
-        let u = self.producer(FLAGS) as usize;
-        self.uops.get(u).is_some_and(|p| {
-            let insn = p.insn as usize;
-            self.shapes[self.dyns[insn].stat as usize].logical_flags
-        })
     }
 
     /// A register's producer: [`NONE`] for one the block never writes.
@@ -924,7 +918,7 @@ impl<'a> Graph<'a> {
                 }
                 let latency = if m.logical_flags_latency > 0
                     && matches!(sh.class, "setcc" | "cmov")
-                    && self.flags_from_logical()
+                    && self.flags_logical
                 {
                     latency.max(m.logical_flags_latency)
                 } else {
@@ -962,6 +956,11 @@ impl<'a> Graph<'a> {
                 if self.stores.len() > 64 {
                     self.stores.pop_front();
                 }
+            }
+            if sh.writes.contains(&FLAGS) {
+                // Zero idioms too: `xor %eax,%eax; sete %bl` 2.00 cycles a
+                // copy, `sub %eax,%eax; sete %bl` 1.00 (Sapphire Rapids).
+                self.flags_logical = sh.logical_flags;
             }
             // Results: the execution µop, else the load; eliminated moves alias the source.
             for &w in &sh.writes {
