@@ -419,6 +419,26 @@ mod tests {
     use super::*;
     use crate::block::{decode, parse_hex};
 
+    #[test]
+    fn regions_do_not_alias_modulo_4k_and_stay_in_the_buffer() {
+        let base = 2 * REGION; // region 0's offset in the buffer
+        let starts: Vec<u64> = (0..=POINTEE_REGION)
+            .map(|k| region_start(base, k))
+            .collect();
+        for (k, s) in starts.iter().enumerate() {
+            assert_eq!(s % 64, 0, "region {k} is line-aligned");
+            for t in &starts[..k] {
+                assert_ne!(
+                    s % 4096,
+                    t % 4096,
+                    "region {k} aliases another modulo 4 KiB"
+                );
+            }
+        }
+        // The last region and its largest displacement stay inside.
+        assert!(starts[POINTEE_REGION as usize] + REGION / 2 < BUF as u64);
+    }
+
     fn m(hex: &str) -> f64 {
         let bytes = parse_hex(hex).unwrap();
         let b = decode(&bytes, 0, false).unwrap();
