@@ -56,10 +56,11 @@ pub const CLASSES: &[&str] = &[
     "vec512_alu",
     "vec512_fp",
     "load_forwarded",
+    "mul_wide_high",
 ];
 
 /// Classes a description may leave out (the model then does without).
-pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded"];
+pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded", "mul_wide_high"];
 
 /// A register as the dependency tracker sees it (full width; FLAGS = 1000).
 pub type Reg = u16;
@@ -124,6 +125,10 @@ pub struct Shape {
     pub extending_load: bool,
     /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
     pub fusible: bool,
+    /// A one-operand 64-bit `mul`/`imul`: the high half of its product
+    /// (rdx) comes after the low one where the description has the class
+    /// `mul_wide_high`.
+    pub wide_mul64: bool,
     /// test/and/or/xor on general registers: flags from a logical
     /// operation (see [`crate::machine::Machine::logical_flags_latency`]).
     pub logical_flags: bool,
@@ -502,6 +507,13 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         Mnemonic::Add | Mnemonic::Sub | Mnemonic::And | Mnemonic::Or | Mnemonic::Xor
     ) && i.op0_kind() == OpKind::Register
         && matches!(i.op1_kind(), OpKind::Immediate32 | OpKind::Immediate32to64);
+    let wide_mul64 = matches!(i.mnemonic(), Mnemonic::Mul | Mnemonic::Imul)
+        && i.op_count() == 1
+        && (if has_mem {
+            i.memory_size().size() == 8
+        } else {
+            i.op0_register().size() == 8
+        });
     let logical_flags = matches!(
         i.mnemonic(),
         Mnemonic::Test | Mnemonic::And | Mnemonic::Or | Mnemonic::Xor
@@ -756,6 +768,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         is_nop,
         extending_load,
         fusible,
+        wide_mul64,
         logical_flags,
         cond_branch,
         unknown,

@@ -27,6 +27,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 const NONE: u32 = u32::MAX;
+/// rdx as the dependency tracker names it (the high half of a wide multiply).
+const RDX_REG: Reg = iced_x86::Register::RDX as Reg;
 /// `NONE - 1`, as a pattern.
 const NONE_1: u32 = u32::MAX - 1;
 
@@ -230,6 +232,10 @@ pub(crate) struct Graph<'a> {
     store_addr_ports: u16,
     /// Ports of a load whose value a store in flight gives (see `load_forwarded`).
     forwarded_load_ports: Option<u16>,
+    /// Ports and latency of a 64-bit `mul`'s second µop, the high half of
+    /// the product after the low one (class `mul_wide_high`, where the
+    /// description has it).
+    mul_high: Option<(u16, u32)>,
     store_data_ports: u16,
     /// The store-data µop's latency: from its data to the store being done
     /// (retirement waits for it; forwarding counts from its issue).
@@ -428,6 +434,10 @@ impl<'a> Graph<'a> {
         let forwarded_load_ports = m
             .has_class("load_forwarded")
             .then(|| class_of("load_forwarded").1);
+        let mul_high = m.has_class("mul_wide_high").then(|| {
+            let (cost, set) = class_of("mul_wide_high");
+            (set, cost.latency)
+        });
         // The arrays of the thread's previous graph, emptied.
         let mut arrays = GRAPH_ARRAYS.with(|a| std::mem::take(&mut *a.borrow_mut()));
         arrays.clear();
@@ -446,6 +456,7 @@ impl<'a> Graph<'a> {
             store_data_ports,
             store_data_latency: store_data_class.latency,
             forwarded_load_ports,
+            mul_high,
             nop_fusion: m.nop_fusion && shapes.iter().any(|sh| !sh.is_nop),
             m,
             shapes,
@@ -894,6 +905,7 @@ impl<'a> Graph<'a> {
                     .last()
                     .is_some_and(|p| p.stat as usize == s - 1 && p.slots > 0);
             let mut exec_uop = None;
+            let mut high_uop = None;
             if !fused_branch && sh.class != "nop" && !eliminated {
                 let split_flags = split_flags && sh.reads.contains(&FLAGS);
                 let flags_uop = split_flags.then(|| {
@@ -924,7 +936,20 @@ impl<'a> Graph<'a> {
                 } else {
                     latency
                 };
-                exec_uop = Some(self.push_uop(id, exec_ports, latency, occupancy, from));
+                // A wide multiply whose high half the description times
+                // apart: the low half and the flags first; other forms
+                // (32-bit, mulx) have both halves at the sum.
+                let latency = match self.mul_high {
+                    Some((_, high)) if sh.class == "mul_wide" && !sh.wide_mul64 => latency + high,
+                    _ => latency,
+                };
+                let e = self.push_uop(id, exec_ports, latency, occupancy, from);
+                exec_uop = Some(e);
+                if let (Some((ports, high)), true) = (self.mul_high, sh.wide_mul64) {
+                    let from = self.deps.len() as u32;
+                    self.push_dep(e, DepWhy::Reg(RDX_REG));
+                    high_uop = Some(self.push_uop(id, ports, high, 1, from));
+                }
             }
             if let Some(addr) = sh.store {
                 let from = self.deps.len() as u32;
@@ -966,6 +991,8 @@ impl<'a> Graph<'a> {
             for &w in &sh.writes {
                 if sh.zero_idiom && m.zero_idioms {
                     self.set_producer(w, NONE, ZERO_KEY);
+                } else if let (Some(h), true) = (high_uop, w == RDX_REG) {
+                    self.set_producer(w, h, h);
                 } else if let Some(e) = exec_uop {
                     self.set_producer(w, e, e);
                 } else if m.eliminates_move(sh) {
