@@ -224,6 +224,9 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("lea_scaled", "lea"),
     ("lea3_scaled", "lea3"),
     ("sign_extend", "alu"),
+    ("bswap", "alu"),
+    ("bswap64", "alu"),
+    ("shift_double", "shift"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
