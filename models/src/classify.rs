@@ -487,13 +487,17 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             Register::AH | Register::BH | Register::CH | Register::DH
         )
         && i.op0_register().full_register() != i.op1_register().full_register();
-    // Measured on Golden Cove: 64-bit add/sub reg, imm and lea disp(base) are
-    // folded at rename; 32-bit forms are not.
+    // Measured on Golden Cove: 64-bit add/sub reg, imm, inc/dec reg and lea
+    // disp(base) are folded at rename (`inc %rax` chain 0.18 cycles, `dec
+    // %rax` 0.18); 32-bit forms are not (`inc %eax` 1.04).
     let lea_base_disp = i.mnemonic() == Mnemonic::Lea
         && i.op0_register().size() == 8
         && i.memory_index() == Register::None
         && i.memory_base().is_gpr64();
     let imm_add = lea_base_disp
+        || (matches!(i.mnemonic(), Mnemonic::Inc | Mnemonic::Dec)
+            && i.op0_kind() == OpKind::Register
+            && i.op0_register().size() == 8)
         || matches!(i.mnemonic(), Mnemonic::Add | Mnemonic::Sub)
             && i.op0_kind() == OpKind::Register
             && i.op0_register().size() == 8
@@ -858,6 +862,8 @@ mod tests {
         assert!(mov.movable);
         let addi = one(&[0x48, 0x83, 0xc0, 0x01]); // add rax, 1
         assert!(addi.imm_add);
+        assert!(one(&[0x48, 0xff, 0xc0]).imm_add); // inc %rax
+        assert!(!one(&[0xff, 0xc0]).imm_add); // inc %eax
         let push = one(&[0x53]); // push rbx
         assert!(push.store.is_some() && !push.reads.contains(&(Register::RSP as Reg)));
     }

@@ -421,9 +421,11 @@ impl<'a> Graph<'a> {
                         .filter(|_| m.load_bank_conflicts && !sh.stack_op)
                         .map_or(0, |a| load_banks(&a)),
                     fuse_next: fuse_next(s),
+                    // An add or inc folded at rename still executes when it
+                    // fuses with a branch: the pair is the branch's µop.
                     eliminated: (sh.zero_idiom && m.zero_idioms)
                         || m.eliminates_move(sh)
-                        || (sh.imm_add && m.immediate_folding),
+                        || (sh.imm_add && m.immediate_folding && !fuse_next(s)),
                 }
             })
             .collect();
