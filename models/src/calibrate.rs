@@ -377,7 +377,8 @@ pub struct ClassCalibration {
     pub class: String,
     pub model_latency: u32,
     pub measured_latency: Option<f64>,
-    /// Model reciprocal throughput: occupancy / number of ports.
+    /// The model's cycles per instance of the probe's eight independent
+    /// instances (occupancy / ports, unless their latency bounds them).
     pub model_rthroughput: f64,
     pub measured_rthroughput: Option<f64>,
     /// The latency or throughput differs from the description by more than 15%.
@@ -411,7 +412,24 @@ pub fn calibrate(machine: &Machine, cpu: usize) -> Calibration {
             tpc = m.ticks_per_cycle;
         }
         let cost = machine.class(p.class);
-        let model_rt = cost.occupancy as f64 / cost.ports.len().max(1) as f64;
+        // What the model says of the same eight instances (each a chain of
+        // its own from one copy to the next: a class of long latency is
+        // bound by it, `vec_imul`'s 10 cycles by 10/8, not by its ports).
+        let model_rt = decode(p.independent, 0, false)
+            .ok()
+            .map(|block| {
+                analyze(
+                    machine,
+                    &block,
+                    Options {
+                        mode: RepeatMode::Unrolled,
+                        iterations: 0,
+                    },
+                )
+                .cycles_per_iteration
+                    / 8.0
+            })
+            .unwrap_or(cost.occupancy as f64 / cost.ports.len().max(1) as f64);
         let measured_latency = lat.map(|m| m.cycles / p.chain_len as f64);
         let measured_rthroughput = tput.map(|m| m.cycles / 8.0);
         let off = |model: f64, got: Option<f64>| {
