@@ -60,6 +60,9 @@ pub const CLASSES: &[&str] = &[
     "bswap",
     "bswap64",
     "shift_double",
+    "vec_movmsk",
+    "vec_test",
+    "vec_sad",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -263,6 +266,17 @@ fn vector_class(m: &str, zmm: bool) -> Option<&'static str> {
     ) {
         return int("vec_shuffle");
     }
+    // Vector to general register masks, tests and sums of differences:
+    // one pipe on Golden Cove where `vec_alu` has three (measured).
+    if starts(m, &["movmsk", "pmovmsk"]) {
+        return int("vec_movmsk");
+    }
+    if starts(m, &["ptest", "testp"]) {
+        return int("vec_test");
+    }
+    if starts(m, &["psadbw", "dbpsadbw"]) {
+        return int("vec_sad");
+    }
     // Element shifts (the byte shifts are shuffles, above): two pipes on
     // Zen 3, measured, where `vec_alu` has four.
     if starts(m, &["psll", "psrl", "psra"]) {
@@ -279,8 +293,8 @@ fn vector_class(m: &str, zmm: bool) -> Option<&'static str> {
         m,
         &[
             "padd", "psub", "pand", "por", "pxor", "pcmp", "pmax", "pmin", "pavg", "psll", "psrl",
-            "psra", "pabs", "psign", "and", "or", "xor", "blend", "pblend", "ptest", "pternlog",
-            "movmsk", "pmovmsk", "kmov", "kand", "kor", "kxor", "knot",
+            "psra", "pabs", "psign", "and", "or", "xor", "blend", "pblend", "pternlog", "kmov",
+            "kand", "kor", "kxor", "knot",
         ],
     ) {
         return int("vec_alu");
@@ -815,6 +829,14 @@ mod tests {
                                                                          // Double shifts are their own class, by cl or not.
         assert_eq!(one(&[0x48, 0x0f, 0xa5, 0xc3]).class, "shift_double"); // shld %cl,%rax,%rbx
         assert_eq!(one(&[0x48, 0x0f, 0xa4, 0xd8, 0x03]).class, "shift_double"); // shld $3,%rbx,%rax
+    }
+
+    #[test]
+    fn vector_masks_tests_and_sums_of_differences() {
+        assert_eq!(one(&[0x66, 0x0f, 0xd7, 0xc0]).class, "vec_movmsk"); // pmovmskb %xmm0,%eax
+        assert_eq!(one(&[0xc5, 0xfd, 0xd7, 0xc0]).class, "vec_movmsk"); // vpmovmskb %ymm0,%eax
+        assert_eq!(one(&[0x66, 0x0f, 0x38, 0x17, 0xc8]).class, "vec_test"); // ptest
+        assert_eq!(one(&[0x66, 0x0f, 0xf6, 0xc1]).class, "vec_sad"); // psadbw
     }
 
     #[test]

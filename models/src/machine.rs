@@ -227,6 +227,9 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("bswap", "alu"),
     ("bswap64", "alu"),
     ("shift_double", "shift"),
+    ("vec_movmsk", "vec_alu"),
+    ("vec_test", "vec_alu"),
+    ("vec_sad", "vec_alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
