@@ -63,6 +63,9 @@ pub const CLASSES: &[&str] = &[
     "vec_movmsk",
     "vec_test",
     "vec_sad",
+    "fp_minmax",
+    "fp_round",
+    "fp_hadd",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -179,11 +182,22 @@ fn vector_class(m: &str, zmm: bool) -> Option<&'static str> {
     if starts(m, &["fmadd", "fmsub", "fnmadd", "fnmsub"]) {
         return fp("fma");
     }
-    if starts(
-        m,
-        &["add", "sub", "max", "min", "cmp", "hadd", "hsub", "round"],
-    ) && (m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd"))
-    {
+    let fp_suffix =
+        m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd");
+    // Golden Cove adds in 2 cycles but compares, takes the larger or
+    // smaller in 4, rounds in 8 and adds horizontally in 5, one every
+    // two cycles (measured): their own classes, costed as `fp_add` where a
+    // description has none.
+    if starts(m, &["hadd", "hsub"]) && fp_suffix {
+        return fp("fp_hadd");
+    }
+    if starts(m, &["round"]) && fp_suffix {
+        return fp("fp_round");
+    }
+    if starts(m, &["max", "min", "cmp"]) && fp_suffix {
+        return fp("fp_minmax");
+    }
+    if starts(m, &["add", "sub"]) && fp_suffix {
         return fp("fp_add");
     }
     if starts(m, &["mul"])
@@ -837,6 +851,15 @@ mod tests {
         assert_eq!(one(&[0xc5, 0xfd, 0xd7, 0xc0]).class, "vec_movmsk"); // vpmovmskb %ymm0,%eax
         assert_eq!(one(&[0x66, 0x0f, 0x38, 0x17, 0xc8]).class, "vec_test"); // ptest
         assert_eq!(one(&[0x66, 0x0f, 0xf6, 0xc1]).class, "vec_sad"); // psadbw
+    }
+
+    #[test]
+    fn floating_point_compares_rounds_and_horizontal_adds() {
+        assert_eq!(one(&[0xf2, 0x0f, 0x58, 0xc1]).class, "fp_add"); // addsd
+        assert_eq!(one(&[0xf2, 0x0f, 0x5f, 0xc1]).class, "fp_minmax"); // maxsd
+        assert_eq!(one(&[0xf2, 0x0f, 0xc2, 0xc1, 0x01]).class, "fp_minmax"); // cmpltsd
+        assert_eq!(one(&[0x66, 0x0f, 0x3a, 0x0b, 0xc0, 0x01]).class, "fp_round"); // roundsd
+        assert_eq!(one(&[0x66, 0x0f, 0x7c, 0xc1]).class, "fp_hadd"); // haddpd
     }
 
     #[test]

@@ -230,6 +230,9 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_movmsk", "vec_alu"),
     ("vec_test", "vec_alu"),
     ("vec_sad", "vec_alu"),
+    ("fp_minmax", "fp_add"),
+    ("fp_round", "fp_add"),
+    ("fp_hadd", "fp_add"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
