@@ -233,6 +233,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("fp_minmax", "fp_add"),
     ("fp_round", "fp_add"),
     ("fp_hadd", "fp_add"),
+    ("sign_fill", "alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
