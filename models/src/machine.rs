@@ -235,6 +235,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("fp_round", "fp_add"),
     ("fp_hadd", "fp_add"),
     ("sign_fill", "alu"),
+    ("pause", "nop"),
+    ("fence", "nop"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
