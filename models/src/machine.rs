@@ -237,6 +237,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("sign_fill", "alu"),
     ("pause", "nop"),
     ("fence", "nop"),
+    ("mask_op", "vec_alu"),
+    ("vec_to_mask", "vec_alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
