@@ -694,6 +694,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 | Mnemonic::Blsi
                 | Mnemonic::Blsr
                 | Mnemonic::Blsmsk
+                | Mnemonic::Bzhi
                 | Mnemonic::Clc
                 | Mnemonic::Stc
                 | Mnemonic::Cmc => "alu",
