@@ -239,6 +239,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("fence", "nop"),
     ("mask_op", "vec_alu"),
     ("vec_to_mask", "vec_alu"),
+    ("fp_rcp", "fp_sqrt"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
