@@ -73,6 +73,9 @@ pub const CLASSES: &[&str] = &[
     "mask_op",
     "vec_to_mask",
     "fp_rcp",
+    "cvt_to_gpr",
+    "cvt_from_gpr",
+    "cvt_packed",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -232,8 +235,23 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     if starts(m, &["sqrt"]) {
         return Some("fp_sqrt");
     }
-    if starts(m, &["cvt", "comis", "ucomis"]) {
-        return Some(if m.contains("comis") { "fp_add" } else { "cvt" });
+    if starts(m, &["comis", "ucomis"]) {
+        return Some("fp_add");
+    }
+    // Conversions (Golden Cove, measured): to a general register 8 cycles
+    // one a cycle, from one 4, packed between integers and floats 4 two a
+    // cycle, scalar between precisions 5.
+    if starts(m, &["cvt"]) {
+        let si = |s: &str| m.contains(s);
+        return Some(if si("2si") || si("2usi") {
+            "cvt_to_gpr"
+        } else if si("si2") || si("usi2") {
+            "cvt_from_gpr"
+        } else if m.ends_with("dq2ps") || m.ends_with("ps2dq") || m.ends_with("dq2pd") {
+            "cvt_packed"
+        } else {
+            "cvt"
+        });
     }
     if starts(m, &["pmulld", "pmullq"]) {
         return int("vec_imul");
@@ -931,6 +949,10 @@ mod tests {
         assert_eq!(one(&[0x66, 0x0f, 0x7c, 0xc1]).class, "fp_hadd"); // haddpd
         assert_eq!(one(&[0x0f, 0x52, 0xc0]).class, "fp_rcp"); // rsqrtps
         assert_eq!(one(&[0xf2, 0x0f, 0x51, 0xc0]).class, "fp_sqrt"); // sqrtsd
+        assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2c, 0xc0]).class, "cvt_to_gpr"); // cvttsd2si
+        assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2a, 0xc0]).class, "cvt_from_gpr"); // cvtsi2sd
+        assert_eq!(one(&[0x0f, 0x5b, 0xc0]).class, "cvt_packed"); // cvtdq2ps
+        assert_eq!(one(&[0xf3, 0x0f, 0x5a, 0xc0]).class, "cvt"); // cvtss2sd
         assert_eq!(one(&[0x48, 0x99]).class, "sign_fill"); // cqto
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x38, 0xf1, 0xc3]).class, "imul"); // crc32q
     }

@@ -240,6 +240,9 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("mask_op", "vec_alu"),
     ("vec_to_mask", "vec_alu"),
     ("fp_rcp", "fp_sqrt"),
+    ("cvt_to_gpr", "cvt"),
+    ("cvt_from_gpr", "cvt"),
+    ("cvt_packed", "cvt"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
