@@ -32,18 +32,17 @@ data = os.path.join(ROOT, "datasets/analyzer")
 db = os.path.join(data, host, f"{name}.db")
 image = os.path.join(data, name)
 
-# freq_blocks.py runs as a script; take its two helpers without running it.
-src = open(os.path.join(ROOT, "benches/freq_blocks.py")).read().split("\nd = json.load")[0]
-helpers = {}
-exec(compile(src, "freq_blocks.py", "exec"), helpers)
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+sys.path.insert(0, os.path.join(ROOT, "benches"))
+from freq_blocks import profile_runs, truth_counts  # noqa: E402
 
 out = subprocess.run(
     [dcpi, "cpi", "--all", "--db", db, "--symfs", data, "--image", name, "--format", "json"],
     check=True, capture_output=True, text=True,
 ).stdout
 report = json.loads(out)
-runs = helpers["profile_runs"](db, image)
-truth = helpers["truth_counts"](os.path.join(data, f"{name}.callgrind"), image)
+runs = profile_runs(db, image)
+truth = truth_counts(os.path.join(data, f"{name}.callgrind"), image)
 total, missed = 0.0, defaultdict(float)
 errors = defaultdict(list)
 for f in report["functions"]:

@@ -42,17 +42,22 @@ def profile_runs(arg, image):
         "WHERE i.path = ? OR i.path LIKE ?", (image, '%/' + os.path.basename(image))).fetchone()[0]
     return max(1, n or 1)
 
-d = json.load(open(sys.argv[1]))
-truth = truth_counts(sys.argv[2], sys.argv[3])
-runs = profile_runs(sys.argv[4] if len(sys.argv) > 4 else None, sys.argv[3])
-if runs > 1:
-    print(f"callgrind counts x {runs} (runs in the profile)")
-    truth = {k: v * runs for k, v in truth.items()}
-for f in d['functions']:
-    print(f['function'], 'cycles/sample', round(f['cycles_per_sample'] or 0))
-    for b in f['blocks']:
-        a = int(b['start'], 16)
-        t = truth.get(a, 0); e = b['freq'] or 0
-        err = f"{(e - t) / t * 100:+7.1f}%" if t else "   n/a"
-        print(f"  b{b['index']:<3} {b['start']} n={b['instructions']:<3} samples={b['samples']:<6} best={b['best_cycles']:5.2f} "
-              f"est={e:12.0f} true={t:10} {err} {b['confidence']:<6} class={b['class']} loops={b['loops']}")
+def main():
+    d = json.load(open(sys.argv[1]))
+    truth = truth_counts(sys.argv[2], sys.argv[3])
+    runs = profile_runs(sys.argv[4] if len(sys.argv) > 4 else None, sys.argv[3])
+    if runs > 1:
+        print(f"callgrind counts x {runs} (runs in the profile)")
+        truth = {k: v * runs for k, v in truth.items()}
+    for f in d['functions']:
+        print(f['function'], 'cycles/sample', round(f['cycles_per_sample'] or 0))
+        for b in f['blocks']:
+            a = int(b['start'], 16)
+            t = truth.get(a, 0); e = b['freq'] or 0
+            err = f"{(e - t) / t * 100:+7.1f}%" if t else "   n/a"
+            print(f"  b{b['index']:<3} {b['start']} n={b['instructions']:<3} samples={b['samples']:<6} best={b['best_cycles']:5.2f} "
+                  f"est={e:12.0f} true={t:10} {err} {b['confidence']:<6} class={b['class']} loops={b['loops']}")
+
+
+if __name__ == "__main__":
+    main()
