@@ -80,14 +80,6 @@ pub struct Machine {
     /// cycles a copy (bound: 1.50; any free pipe: 1.00).
     #[serde(default)]
     pub ports_bound_at_dispatch: bool,
-    /// µops are bound to a port when renamed, by the count of µops each
-    /// port still has waiting at the start of the rename cycle, alternating
-    /// the least and the second least used over the group's slots (Intel;
-    /// the rule is in `rename_binding`). Golden Cove, measured: four
-    /// independent `add $1,%eXX` 1.19 cycles a copy, six 1.55 (free choice
-    /// 1.00 and 1.20).
-    #[serde(default)]
-    pub ports_bound_at_rename: bool,
     /// `add/sub reg, imm` folded at rename (no execution latency).
     pub immediate_folding: bool,
     /// Loads from an address just stored to get the value at rename:

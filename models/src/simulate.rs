@@ -1431,7 +1431,6 @@ pub(crate) fn port_bound(uops: impl IntoIterator<Item = (u64, f64)>) -> (u64, f6
 
 thread_local! {
     static CALENDAR: std::cell::RefCell<PortCalendar> = std::cell::RefCell::default();
-    static BINDER: std::cell::RefCell<crate::rename_binding::RenameBinder> = std::cell::RefCell::default();
 }
 
 /// A simulation's outcome.
@@ -1612,26 +1611,6 @@ pub(crate) fn simulate<'a>(
     masks.extend_from_slice(m.port_set_masks());
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
-    let mut binder = BINDER.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    // Loads and stores are not bound: a load port takes any load that is
-    // ready (uiCA: ports 2 and 3 take from each other's queue).
-    let memory_ports = if m.ports_bound_at_rename {
-        binder.reset(m.ports());
-        ["load", "vec_load", "store_addr", "store_data"]
-            .iter()
-            .filter(|c| m.has_class(c))
-            .fold(0u64, |mask, c| {
-                let ports = &m.class(c).ports;
-                mask | m
-                    .ports()
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| ports.contains(p))
-                    .fold(0, |k, (i, _)| k | 1 << i)
-            })
-    } else {
-        0
-    };
     let mut dispatch = DispatchState {
         cycle: 0,
         slots: 0,
@@ -1678,7 +1657,6 @@ pub(crate) fn simulate<'a>(
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
-        let mut slot;
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
             let rob_free_at = if i >= rob_cap {
@@ -1693,7 +1671,6 @@ pub(crate) fn simulate<'a>(
             } else if dispatch.bytes + d_bytes > bytes_pc && dispatch.bytes > 0 {
                 DispatchStall::FrontEnd
             } else {
-                slot = dispatch.slots;
                 if alone {
                     dispatch.owed = d_slots - width;
                     dispatch.slots = width;
@@ -1715,10 +1692,6 @@ pub(crate) fn simulate<'a>(
         let dc = dispatch.cycle;
         g.dyns[i].dispatched = dc;
         calendar.advance(dc);
-        if m.ports_bound_at_rename {
-            binder.start(dc);
-        }
-        let last_slot = slot + d_slots.max(1) - 1;
         // Issue, µop by µop (oldest first).
         let mut done = dc + 1;
         let (mut issued_sum, mut uop_count) = (0u64, 0u64);
@@ -1740,10 +1713,7 @@ pub(crate) fn simulate<'a>(
             );
             let mut t = ready;
             let mut mask = mask;
-            let bind = m.ports_bound_at_rename && occupancy > 0 && mask != 0 && mask & memory_ports == 0;
-            if bind {
-                mask = 1 << binder.choose(mask, slot);
-            } else if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
+            if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
                 // Bound to one pipe on entering the scheduler, free or not.
                 mask = 1 << least_used(mask, &port_load);
             }
@@ -1769,11 +1739,6 @@ pub(crate) fn simulate<'a>(
                     }
                     t += 1;
                 }
-            }
-            if bind {
-                binder.bound(mask.trailing_zeros() as usize, t);
-                // The instruction's next µop in its next slot, if it has one.
-                slot = (slot + 1).min(last_slot);
             }
             let uop = &mut g.uops[u];
             uop.ready = ready;
@@ -1857,7 +1822,6 @@ pub(crate) fn simulate<'a>(
     }
     let measured = steady.fallback(measured);
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
-    BINDER.with(|c| *c.borrow_mut() = binder);
     g.scratch = [port_load, masks, spare, chain_complete, chain_retire];
     SimResult {
         ports: ports.filter(|_| g.template.is_some()),
