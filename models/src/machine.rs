@@ -243,6 +243,11 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("cvt_to_gpr", "cvt"),
     ("cvt_from_gpr", "cvt"),
     ("cvt_packed", "cvt"),
+    ("rotate_carry", "alu"),
+    ("rotate_carry_multi", "alu"),
+    ("xchg_reg", "alu"),
+    ("vec_blendv_vex", "vec_blendv"),
+    ("gpr_to_mask", "mask_op"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
