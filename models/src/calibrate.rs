@@ -354,6 +354,14 @@ const MECHANISMS: &[MechanismProbe] = &[
         code: &[0x83, 0xe2, 0x01, 0x83, 0xfa, 0x01, 0x19, 0xc9],
     },
     MechanismProbe {
+        field: "store_commit_max",
+        what: "stores at 0, 8, 16 and 64 from one register (3 if two a cycle to a line, 2 if more)",
+        code: &[
+            0x4c, 0x89, 0x30, 0x4c, 0x89, 0x70, 0x08, 0x4c, 0x89, 0x70, 0x10, 0x4c, 0x89, 0x70,
+            0x40,
+        ],
+    },
+    MechanismProbe {
         field: "zero_idioms",
         what: "xor %eax,%eax; add %eax,%ecx; add %ecx,%eax (1 cycle if xor breaks the chain)",
         code: &[0x31, 0xc0, 0x01, 0xc1, 0x01, 0xc8],

@@ -160,6 +160,11 @@ pub struct Shape {
     /// The class was guessed (mnemonic not in the tables).
     pub unknown: bool,
     pub len: usize,
+    /// A general register set to another's value plus a constant: (the
+    /// register, the source, the constant) for `lea disp(%base)`,
+    /// `add`/`sub $imm`, `inc`/`dec` and register moves, so the model can
+    /// tell where in a cache line an address through it falls.
+    pub offset_of: Option<(Reg, Reg, i64)>,
 }
 
 fn is_vec(r: Register) -> bool {
@@ -925,6 +930,57 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         cond_branch,
         unknown,
         len: i.len(),
+        offset_of: offset_of(i),
+    }
+}
+
+/// See [`Shape::offset_of`]: writes of 32 bits or more (the low bits are
+/// what a cache line's offset needs).
+fn offset_of(i: &Instruction) -> Option<(Reg, Reg, i64)> {
+    if i.op_count() == 0 || i.op0_kind() != OpKind::Register {
+        return None;
+    }
+    let dst = i.op0_register();
+    if !dst.is_gpr() || dst.size() < 4 {
+        return None;
+    }
+    let d = full(dst);
+    match i.mnemonic() {
+        Mnemonic::Lea if i.memory_index() == Register::None && i.memory_base().is_gpr64() => {
+            Some((d, full(i.memory_base()), i.memory_displacement64() as i64))
+        }
+        Mnemonic::Add | Mnemonic::Sub
+            if matches!(
+                i.op1_kind(),
+                OpKind::Immediate8
+                    | OpKind::Immediate8to32
+                    | OpKind::Immediate8to64
+                    | OpKind::Immediate32
+                    | OpKind::Immediate32to64
+            ) =>
+        {
+            let imm = i.immediate(1) as i64;
+            Some((
+                d,
+                d,
+                if i.mnemonic() == Mnemonic::Sub {
+                    -imm
+                } else {
+                    imm
+                },
+            ))
+        }
+        Mnemonic::Inc => Some((d, d, 1)),
+        Mnemonic::Dec => Some((d, d, -1)),
+        Mnemonic::Mov
+            if i.op_count() == 2
+                && i.op1_kind() == OpKind::Register
+                && i.op1_register().is_gpr()
+                && i.op1_register().size() == dst.size() =>
+        {
+            Some((d, full(i.op1_register()), 0))
+        }
+        _ => None,
     }
 }
 

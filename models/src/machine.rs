@@ -142,6 +142,12 @@ pub struct Machine {
     pub split_store_commit: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
+    /// Stores committed per cycle at most, to one line (0: no limit).
+    /// Golden Cove, measured: stores at 0, 8, 16 and 64 from one register
+    /// 3.00 cycles a copy (two, then one, then the other line's), at 0, 8
+    /// and 64 2.00, at 0, 8, 16, 24 and 64 3.00.
+    #[serde(default)]
+    pub store_commit_max: u32,
     /// Cycles a 1- or 2-byte store holds up store commit when its cache
     /// line was written, by an earlier group of stores to that line, fewer
     /// than [`Machine::narrow_store_window`] cycles before (0: never).

@@ -209,6 +209,9 @@ struct StaticCost<'a> {
     fuse_next: bool,
     /// Done at rename: zero idiom, eliminated move, folded immediate.
     eliminated: bool,
+    /// Where its memory operand's base register stands in a cache line
+    /// (see [`LineShift`]).
+    line_shift: LineShift,
 }
 
 /// A store the next loads may read: address, value keys of its address
@@ -401,6 +404,7 @@ impl<'a> Graph<'a> {
         let fuse_next = |s: usize| {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
+        let shifts = line_shifts(shapes);
         let costs = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
@@ -422,13 +426,14 @@ impl<'a> Graph<'a> {
                     load_banks: sh
                         .load
                         .filter(|_| m.load_bank_conflicts && !sh.stack_op && !sh.writes.is_empty())
-                        .map_or(0, |a| load_banks(&a)),
+                        .map_or(0, |a| load_banks(&shifted(a, shifts[s].fixed()))),
                     fuse_next: fuse_next(s),
                     // An add or inc folded at rename still executes when it
                     // fuses with a branch: the pair is the branch's µop.
                     eliminated: (sh.zero_idiom && m.zero_idioms)
                         || m.eliminates_move(sh)
                         || (sh.imm_add && m.immediate_folding && !fuse_next(s)),
+                    line_shift: shifts[s],
                 }
             })
             .collect();
@@ -1114,6 +1119,10 @@ struct Steady {
     /// Cycles per iteration the ports need at least: a rate below it is a
     /// backlog draining, not the steady state.
     floor: f64,
+    /// Periods must be multiples of this: the iterations after which the
+    /// block's stores are back at the same places in their cache lines
+    /// (see [`LineShift`]).
+    unit: usize,
 }
 
 impl Steady {
@@ -1150,6 +1159,7 @@ impl Steady {
             run_end: [0; Self::MAX_PERIOD],
             run_all: [0; Self::MAX_PERIOD],
             floor: 0.0,
+            unit: 1,
         }
     }
 
@@ -1249,6 +1259,9 @@ impl Steady {
     /// Whether period `p`'s runs cover its span, over `k` iterations, and
     /// the growth of the other marks over the last period is not negative.
     fn passes(&self, p: usize, k: usize) -> bool {
+        if !p.is_multiple_of(self.unit) {
+            return false;
+        }
         let span = self.span(p);
         if self.run_end[p - 1] < span || self.run_all[p - 1] + 1 < span {
             return false;
@@ -1507,6 +1520,117 @@ fn line_offset(a: &crate::classify::MemAddr) -> Option<usize> {
         .then_some((a.disp & 63) as usize)
 }
 
+/// Per instruction of a block, where the base register of its memory
+/// operand stands in a 64-byte line relative to the line-aligned start
+/// [`line_offset`] takes every register at the block's entry to have:
+/// followed through `lea disp(%base)`, `add`/`sub $imm`, `inc`/`dec` and
+/// register moves (a load or any other write leaves a register aligned,
+/// as the harness's loaded pointers are). Measured on Golden Cove: four
+/// stores at 8, 0x10, 0 and 0x20 from a register that `lea 0x30(%r15),%rax`
+/// set run 4.02 cycles a copy (two lines, alternating), from one at a
+/// line's start 2.00; with `add $8,%rax` instead 2.99 (the stores cross
+/// into the next line in some iterations).
+#[derive(Clone, Copy, Default)]
+struct LineShift {
+    /// In the first iteration.
+    first: i64,
+    /// In the second, and the change from one iteration to the next
+    /// after it (a pointer bumped by 8: 8).
+    second: i64,
+    drift: i64,
+}
+
+impl LineShift {
+    /// In iteration `it`.
+    fn at(self, it: usize) -> i64 {
+        match it {
+            0 => self.first,
+            _ => (self.second + (it as i64 - 1) * self.drift).rem_euclid(64),
+        }
+    }
+
+    /// One shift for every iteration where there is one (for the L1 banks
+    /// a load reads, fixed for a block's iterations): the second
+    /// iteration's if nothing drifts, else none.
+    fn fixed(self) -> i64 {
+        if self.drift == 0 {
+            self.second
+        } else {
+            0
+        }
+    }
+}
+
+fn line_shifts(shapes: &[Shape]) -> Vec<LineShift> {
+    let n = shapes.len();
+    let mut shifts = vec![LineShift::default(); n];
+    // Most blocks move no register by a constant, or address no memory.
+    if !shapes.iter().any(|sh| sh.offset_of.is_some())
+        || !shapes
+            .iter()
+            .any(|sh| sh.load.is_some() || sh.store.is_some())
+    {
+        return shifts;
+    }
+    // Registers away from a line's start, by how far (the rest are at it).
+    let mut off: smallvec::SmallVec<[(Reg, i64); 8]> = smallvec::SmallVec::new();
+    let get = |off: &smallvec::SmallVec<[(Reg, i64); 8]>, r: Reg| {
+        off.iter().find(|e| e.0 == r).map_or(0, |e| e.1)
+    };
+    // Per pass over the block (an iteration), each instruction's base's.
+    let mut seen = [vec![0i64; n], vec![0i64; n], vec![0i64; n], vec![0i64; n]];
+    for pass in seen.iter_mut() {
+        for (s, sh) in shapes.iter().enumerate() {
+            if let Some(a) = sh.load.or(sh.store) {
+                pass[s] = get(&off, a.base as Reg);
+            }
+            match sh.offset_of {
+                Some((d, src, k)) => {
+                    let v = (get(&off, src) + k).rem_euclid(64);
+                    off.retain(|e| e.0 != d);
+                    if v != 0 {
+                        off.push((d, v));
+                    }
+                }
+                None => off.retain(|e| !sh.writes.contains(&e.0)),
+            }
+        }
+    }
+    for (s, shift) in shifts.iter_mut().enumerate() {
+        let p = [seen[0][s], seen[1][s], seen[2][s], seen[3][s]];
+        let drift = (p[2] - p[1]).rem_euclid(64);
+        // Offsets that do not move by the same step each iteration (a
+        // rotation between registers), or come back only after more
+        // iterations than the steady-state test looks at: the aligned
+        // start, as before.
+        let period = 64 / gcd(drift as usize, 64);
+        if (p[3] - p[2]).rem_euclid(64) == drift && period <= Steady::MAX_PERIOD {
+            *shift = LineShift {
+                first: p[0],
+                second: p[1],
+                drift,
+            };
+        }
+    }
+    shifts
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// `a` with its displacement moved by a base register's `shift`.
+fn shifted(a: MemAddr, shift: i64) -> MemAddr {
+    MemAddr {
+        disp: a.disp.wrapping_add(shift as u64),
+        ..a
+    }
+}
+
 /// Whether a store crosses a 64-byte line (see [`line_offset`]).
 fn splits_line(a: &crate::classify::MemAddr) -> bool {
     line_offset(a).is_some_and(|o| o + a.size > 64)
@@ -1627,7 +1751,16 @@ pub(crate) fn simulate<'a>(
         next_recent: 0,
         held: None,
     };
-    let mut steady = Steady::new(stop_early);
+    // Stores through a pointer that moves by less than a line each
+    // iteration come back to the same places after 64 / gcd(step, 64)
+    // iterations: the steady state is a multiple of that (or, beyond the
+    // longest period tested, the whole run).
+    let unit = (0..n)
+        .filter(|&s| shapes[s].store.is_some() && g.costs[s].line_shift.drift != 0)
+        .map(|s| 64 / gcd(g.costs[s].line_shift.drift as usize, 64))
+        .fold(1, |a, b| a / gcd(a, b) * b);
+    let mut steady = Steady::new(stop_early && unit <= Steady::MAX_PERIOD);
+    steady.unit = unit;
     let mut measured = (iterations / 2)..iterations;
     // Over the current iteration: cycles its instructions spent in the ROB
     // and its µops from issue to retirement (by Little's law, the ROB's
@@ -1757,7 +1890,9 @@ pub(crate) fn simulate<'a>(
         // $0xF000,%edx` 0.20 cycles, ten instructions a cycle), a
         // macro-fused branch (not measured).
         retire.move_to(done.max(last_retired));
-        let sh = &shapes[g.dyns[i].stat as usize];
+        let stat = g.dyns[i].stat as usize;
+        let sh = &shapes[stat];
+        let line_shift = g.costs[stat].line_shift;
         let mut held = None;
         loop {
             if retire.count >= retire_w {
@@ -1765,12 +1900,13 @@ pub(crate) fn simulate<'a>(
                 retire.move_to(retire.cycle + 1);
                 continue;
             }
-            if let Some(addr) = sh.store {
+            if let Some(addr) = sh.store.map(|a| shifted(a, line_shift.at(i / n))) {
                 let line = (addr.base, addr.index, addr.disp as i64 >> 6);
                 let new_group = retire.last_store_line != Some(line);
                 let split = m.split_store_commit > 0 && splits_line(&addr) && !sh.stack_op;
                 if retire.cycle < retire.commit_free_at
                     || (retire.commits >= m.store_commit && new_group)
+                    || (m.store_commit_max > 0 && retire.commits >= m.store_commit_max)
                     || (split && retire.commits > 0)
                 {
                     held.get_or_insert(RetireStall::StoreCommit);
