@@ -52,6 +52,7 @@ pub mod host;
 pub mod host_times;
 pub mod machine;
 pub mod measurement_set;
+mod rename_binding;
 pub mod schedule;
 mod simulate;
 

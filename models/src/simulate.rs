@@ -1444,6 +1444,7 @@ pub(crate) fn port_bound(uops: impl IntoIterator<Item = (u64, f64)>) -> (u64, f6
 
 thread_local! {
     static CALENDAR: std::cell::RefCell<PortCalendar> = std::cell::RefCell::default();
+    static BINDER: std::cell::RefCell<crate::rename_binding::RenameBinder> = std::cell::RefCell::default();
 }
 
 /// A simulation's outcome.
@@ -1735,6 +1736,16 @@ pub(crate) fn simulate<'a>(
     masks.extend_from_slice(m.port_set_masks());
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
+    let mut binder = BINDER.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    // Loads and stores are not bound: a load port takes any load that is
+    // ready (uiCA: ports 2 and 3 take from each other's queue).
+    let mut bind = m.ports_bound_at_rename;
+    let memory_ports = if bind {
+        binder.reset(m.ports(), !m.memory_port_mask());
+        m.memory_port_mask()
+    } else {
+        0
+    };
     let mut dispatch = DispatchState {
         cycle: 0,
         slots: 0,
@@ -1775,6 +1786,19 @@ pub(crate) fn simulate<'a>(
         if i >= g.dyns.len() {
             g.build_iteration();
             g.head.resize(g.dyns.len(), 0);
+            if bind && g.built == 1 {
+                // One bound µop an iteration meets no other at its port
+                // that a free choice would not: the binding changes
+                // nothing there (most short blocks) and is skipped.
+                let bound = g.uops[..g.uop_start[1] as usize]
+                    .iter()
+                    .filter(|u| {
+                        let mask = masks[u.ports as usize];
+                        u.occupancy > 0 && mask != 0 && mask & memory_ports == 0
+                    })
+                    .count();
+                bind = bound > 1;
+            }
             if ports.is_none() && (g.template.is_some() || g.built > TEMPLATE_SEARCH) {
                 // The ports' bound of an iteration as all later ones are.
                 let (u0, u1) = (g.uop_start[g.built - 1], g.uop_start[g.built]);
@@ -1790,6 +1814,7 @@ pub(crate) fn simulate<'a>(
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
+        let mut slot;
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
             let rob_free_at = if i >= rob_cap {
@@ -1804,6 +1829,7 @@ pub(crate) fn simulate<'a>(
             } else if dispatch.bytes + d_bytes > bytes_pc && dispatch.bytes > 0 {
                 DispatchStall::FrontEnd
             } else {
+                slot = dispatch.slots;
                 if alone {
                     dispatch.owed = d_slots - width;
                     dispatch.slots = width;
@@ -1825,6 +1851,10 @@ pub(crate) fn simulate<'a>(
         let dc = dispatch.cycle;
         g.dyns[i].dispatched = dc;
         calendar.advance(dc);
+        if bind {
+            binder.start(dc);
+        }
+        let last_slot = slot + d_slots.max(1) - 1;
         // Issue, µop by µop (oldest first).
         let mut done = dc + 1;
         let (mut issued_sum, mut uop_count) = (0u64, 0u64);
@@ -1846,7 +1876,10 @@ pub(crate) fn simulate<'a>(
             );
             let mut t = ready;
             let mut mask = mask;
-            if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
+            let bind = bind && occupancy > 0 && mask != 0 && mask & memory_ports == 0;
+            if bind {
+                mask = 1 << binder.choose(mask, slot);
+            } else if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
                 // Bound to one pipe on entering the scheduler, free or not.
                 mask = 1 << least_used(mask, &port_load);
             }
@@ -1872,6 +1905,11 @@ pub(crate) fn simulate<'a>(
                     }
                     t += 1;
                 }
+            }
+            if bind {
+                binder.bound(mask.trailing_zeros() as usize, t);
+                // The instruction's next µop in its next slot, if it has one.
+                slot = (slot + 1).min(last_slot);
             }
             let uop = &mut g.uops[u];
             uop.ready = ready;
@@ -1958,6 +1996,7 @@ pub(crate) fn simulate<'a>(
     }
     let measured = steady.fallback(measured);
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
+    BINDER.with(|c| *c.borrow_mut() = binder);
     g.scratch = [port_load, masks, spare, chain_complete, chain_retire];
     SimResult {
         ports: ports.filter(|_| g.template.is_some()),
