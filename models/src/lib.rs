@@ -14,19 +14,19 @@
 //!
 //! Limits: the model assumes every load hits L1 and every branch is
 //! predicted (best case, as DCPI's). Its accuracy against the hosts is in
-//! BENCHMARKS.md: Zen 3 3.2 % MAPE / Kendall's τ 0.908 on 276 blocks of
-//! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 2.9 % / 0.909 (llvm-mca
-//! 26.7 % / 0.716; a live set of session 17 3.0 % / 0.915) — 8.2 % / 0.843
-//! and 6.6 % / 0.865 on blocks with indexed addressing, which the harness
-//! measures since session 15 —, Golden Cove (Sapphire Rapids, 249 blocks)
-//! 5.6 % / 0.887 (llvm-mca 65.0 % / 0.456; Emerald Rapids' set 5.8 % /
-//! 0.894), short of the 5 % / 0.9 target there: Intel binds µops to ports
-//! at rename, which the model does not do; Skylake, Zen 5
-//! and the generic description are from vendor and published figures,
-//! unmeasured. It models ~0.65–0.69 M instructions per second of real basic
-//! blocks on one core (`cargo bench -p dcpi-models --bench model_speed`:
-//! every block of python3.11 in about a second, 20× llvm-mca-19 at 10
-//! iterations), short of the 1 M goal.
+//! BENCHMARKS.md: Zen 3 3.1 % MAPE / Kendall's τ 0.908 on 276 blocks of
+//! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 2.9 % / 0.915 (llvm-mca
+//! 26.7 % / 0.716) — 8.2 % / 0.843 and 6.6 % / 0.865 on blocks with indexed
+//! addressing —, Golden Cove (Sapphire Rapids, 254 blocks) 4.9 % / 0.898
+//! (llvm-mca 65.5 % / 0.459; Emerald Rapids' set 5.4 % / 0.897), short of
+//! τ 0.9 there: Intel binds µops to ports at rename, which the model can
+//! do (`ports_bound_at_rename`, uiCA's Ice Lake rule: 4.5 % / 0.902) but
+//! leaves off for Golden Cove, as the analyzer's estimates got worse with
+//! it; Skylake, Zen 5 and the generic description are from vendor and
+//! published figures, unmeasured. It models ~0.63–0.69 M instructions per
+//! second of real basic blocks on one core (`cargo bench -p dcpi-models
+//! --bench model_speed`: every block of python3.11 in about a second, 20×
+//! llvm-mca-19 at 10 iterations), short of the 1 M goal.
 //!
 //! Limits: x86-64 Linux only. The clock calibration assumes a dependent
 //! `add reg,reg` chain retires one add per core cycle (true on every x86 core
