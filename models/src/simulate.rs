@@ -212,6 +212,9 @@ struct StaticCost<'a> {
     /// Where its memory operand's base register stands in a cache line
     /// (see [`LineShift`]).
     line_shift: LineShift,
+    /// Its flags are read (by a later instruction, or the next
+    /// iteration's) before anything writes them again.
+    flags_read: bool,
 }
 
 /// A store the next loads may read: address, value keys of its address
@@ -233,6 +236,8 @@ pub(crate) struct Graph<'a> {
     costs: Vec<StaticCost<'a>>,
     store_addr_class: &'a ClassCost,
     store_addr_ports: u16,
+    /// The empty port set (a µop that needs no port).
+    no_ports: u16,
     /// Ports of a load whose value a store in flight gives (see `load_forwarded`).
     forwarded_load_ports: Option<u16>,
     /// Ports and latency of a 64-bit `mul`'s second µop, the high half of
@@ -434,6 +439,7 @@ impl<'a> Graph<'a> {
                         || m.eliminates_move(sh)
                         || (sh.imm_add && m.immediate_folding && !fuse_next(s)),
                     line_shift: shifts[s],
+                    flags_read: flags_read(shapes, s),
                 }
             })
             .collect();
@@ -461,6 +467,7 @@ impl<'a> Graph<'a> {
         keys.extend(written.iter().map(|&r| initial_key(r)));
         let [last_state, next_state] = arrays.states;
         Graph {
+            no_ports: class_of("nop").1,
             store_addr_class,
             store_addr_ports,
             store_data_ports,
@@ -1027,6 +1034,28 @@ impl<'a> Graph<'a> {
                 } else if let Some(l) = load_uop {
                     self.set_producer(w, l, load_key);
                 }
+            }
+            if exec_uop.is_none()
+                && sh.imm_add
+                && m.immediate_folding
+                && !(sh.zero_idiom && m.zero_idioms)
+                && sh.writes.contains(&FLAGS)
+                && self.costs[s].flags_read
+            {
+                // A folded add's flags, where something reads them, are
+                // still computed: a cycle after its source, without a port
+                // (Golden Cove, measured: `sbb
+                // $-1,%r15; add $1,%r15` 2.00 cycles a copy, `adc $0,%r15;
+                // add $1,%r15` 2.00; with `cmp %rsi,%r15` after the add, whose
+                // flags the sbb then reads, 2.07; six folded adds a cycle
+                // all the same).
+                let src = sh.reads.iter().find(|r| **r != FLAGS).copied();
+                let from = self.deps.len() as u32;
+                if let Some(r) = src {
+                    self.push_reg_deps(&[r]);
+                }
+                let f = self.push_uop(id, self.no_ports, 1, 0, from);
+                self.set_producer(FLAGS, f, f);
             }
             self.dyns.push(Dyn {
                 stat: s as u32,
@@ -1622,6 +1651,16 @@ fn gcd(a: usize, b: usize) -> usize {
     } else {
         gcd(b, a % b)
     }
+}
+
+/// Whether the flags instruction `s` of a block writes are read before
+/// they are written again, the block repeating.
+fn flags_read(shapes: &[Shape], s: usize) -> bool {
+    let n = shapes.len();
+    (1..=n)
+        .map(|k| &shapes[(s + k) % n])
+        .find(|sh| sh.reads.contains(&FLAGS) || sh.writes.contains(&FLAGS))
+        .is_some_and(|sh| sh.reads.contains(&FLAGS))
 }
 
 /// `a` with its displacement moved by a base register's `shift`.
