@@ -596,14 +596,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         || matches!(i.mnemonic(), Mnemonic::Add | Mnemonic::Sub)
             && i.op0_kind() == OpKind::Register
             && i.op0_register().size() == 8
-            && matches!(
-                i.op1_kind(),
-                OpKind::Immediate8
-                    | OpKind::Immediate8to32
-                    | OpKind::Immediate8to64
-                    | OpKind::Immediate32
-                    | OpKind::Immediate32to64
-            )
+            && is_immediate(i.op1_kind())
             && foldable(i.immediate(1) as i64);
     let alu_imm32 = matches!(
         i.mnemonic(),
@@ -631,15 +624,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             | Mnemonic::Inc
             | Mnemonic::Dec
     ) && !(has_mem
-        && matches!(
-            i.op1_kind(),
-            OpKind::Immediate8
-                | OpKind::Immediate8to32
-                | OpKind::Immediate8to64
-                | OpKind::Immediate32
-                | OpKind::Immediate32to64
-                | OpKind::Immediate16
-        ));
+        && (is_immediate(i.op1_kind()) || i.op1_kind() == OpKind::Immediate16));
     let cond_branch = i.flow_control() == FlowControl::ConditionalBranch;
     let rmw_reg_source = load.is_some()
         && store.is_some()
@@ -940,6 +925,19 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
     }
 }
 
+/// An 8- or 32-bit immediate operand (as a 32- or 64-bit ALU operation
+/// takes one).
+fn is_immediate(kind: OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Immediate8
+            | OpKind::Immediate8to32
+            | OpKind::Immediate8to64
+            | OpKind::Immediate32
+            | OpKind::Immediate32to64
+    )
+}
+
 /// See [`Shape::offset_of`]: writes of 32 bits or more (the low bits are
 /// what a cache line's offset needs).
 fn offset_of(i: &Instruction) -> Option<(Reg, Reg, i64)> {
@@ -955,16 +953,7 @@ fn offset_of(i: &Instruction) -> Option<(Reg, Reg, i64)> {
         Mnemonic::Lea if i.memory_index() == Register::None && i.memory_base().is_gpr64() => {
             Some((d, full(i.memory_base()), i.memory_displacement64() as i64))
         }
-        Mnemonic::Add | Mnemonic::Sub
-            if matches!(
-                i.op1_kind(),
-                OpKind::Immediate8
-                    | OpKind::Immediate8to32
-                    | OpKind::Immediate8to64
-                    | OpKind::Immediate32
-                    | OpKind::Immediate32to64
-            ) =>
-        {
+        Mnemonic::Add | Mnemonic::Sub if is_immediate(i.op1_kind()) => {
             let imm = i.immediate(1) as i64;
             Some((
                 d,
