@@ -134,10 +134,17 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         );
     }
     if let Some(calls) = rep.calls_from_callers {
+        // The entry block's confidence is the call count's: a guess where
+        // it is low (matmul's entry, run 8000 times, solved at 5.5).
+        let sure = rep
+            .blocks
+            .first()
+            .is_none_or(|b| b.confidence >= Confidence::Medium);
         let _ = writeln!(
             out,
-            "callers   call it {} times (solved with them)",
-            si(calls)
+            "callers   call it {} times (solved with them{})",
+            si(calls),
+            if sure { "" } else { "; low confidence" }
         );
     }
     for w in &rep.warnings {
