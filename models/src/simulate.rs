@@ -1048,12 +1048,10 @@ impl<'a> Graph<'a> {
                 && self.costs[s].flags_read
             {
                 // A folded add's flags, where something reads them, are
-                // still computed: a cycle after its source, without a port
-                // (Golden Cove, measured: `sbb
-                // $-1,%r15; add $1,%r15` 2.00 cycles a copy, `adc $0,%r15;
-                // add $1,%r15` 2.00; with `cmp %rsi,%r15` after the add, whose
-                // flags the sbb then reads, 2.07; six folded adds a cycle
-                // all the same).
+                // still computed: a cycle after its source, without a port.
+                // Golden Cove, measured: `sbb $-1,%r15; add $1,%r15` 2.00
+                // cycles a copy, `adc $0,%r15; add $1,%r15` 2.00; six
+                // folded adds a cycle all the same.
                 let src = sh.reads.iter().find(|r| **r != FLAGS).copied();
                 let from = self.deps.len() as u32;
                 if let Some(r) = src {
@@ -1567,11 +1565,12 @@ fn line_offset(a: &crate::classify::MemAddr) -> Option<usize> {
 /// into the next line in some iterations).
 #[derive(Clone, Copy, Default)]
 struct LineShift {
-    /// In the first iteration.
+    /// The offset in the first iteration.
     first: i64,
-    /// In the second, and the change from one iteration to the next
-    /// after it (a pointer bumped by 8: 8).
+    /// The offset in the second.
     second: i64,
+    /// The change from one iteration to the next from the second on (a
+    /// pointer bumped by 8: 8), modulo 64.
     drift: i64,
     /// The base moves by less than a line each iteration but comes back
     /// only after more iterations than the steady-state test looks at:
@@ -1816,14 +1815,14 @@ pub(crate) fn simulate<'a>(
     };
     // Stores through a pointer that moves by less than a line each
     // iteration come back to the same places after 64 / gcd(step, 64)
-    // iterations: the steady state is a multiple of that (or, beyond the
-    // longest period tested, the whole run).
-    let unit = (0..n)
+    // iterations (a power of two, at most `Steady::MAX_PERIOD`: see
+    // `line_shifts`): the steady state's period is a multiple of that.
+    let mut steady = Steady::new(stop_early);
+    steady.unit = (0..n)
         .filter(|&s| shapes[s].store.is_some() && g.costs[s].line_shift.drift != 0)
         .map(|s| 64 / gcd(g.costs[s].line_shift.drift as usize, 64))
-        .fold(1, |a, b| a / gcd(a, b) * b);
-    let mut steady = Steady::new(stop_early && unit <= Steady::MAX_PERIOD);
-    steady.unit = unit;
+        .max()
+        .unwrap_or(1);
     let mut measured = (iterations / 2)..iterations;
     // Over the current iteration: cycles its instructions spent in the ROB
     // and its µops from issue to retirement (by Little's law, the ROB's
