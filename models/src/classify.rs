@@ -833,9 +833,6 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                         "vec_mov"
                     }
                 }
-                // AVX-512 mask registers (Golden Cove, measured: one a
-                // cycle each, `vpcmpeqb %ymm1,%ymm0,%k1` 1.00 cycles a copy,
-                // `kmovd %k1,%eax` 1.02, `kortestd` 1.00).
                 // A general register into a mask register: port 5 on
                 // Golden Cove, where the other mask operations use port 0.
                 Mnemonic::Kmovb | Mnemonic::Kmovw | Mnemonic::Kmovd | Mnemonic::Kmovq
@@ -846,6 +843,9 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 {
                     "gpr_to_mask"
                 }
+                // AVX-512 mask registers (Golden Cove, measured: one a
+                // cycle each, `vpcmpeqb %ymm1,%ymm0,%k1` 1.00 cycles a copy,
+                // `kmovd %k1,%eax` 1.02, `kortestd` 1.00).
                 _ if m.starts_with('k')
                     && (0..i.op_count())
                         .any(|k| i.op_kind(k) == OpKind::Register && i.op_register(k).is_k()) =>
