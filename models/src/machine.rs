@@ -477,11 +477,7 @@ impl Machine {
                 .collect();
             let memory_mask = ["load", "vec_load", "store_addr", "store_data"]
                 .iter()
-                .map(|c| {
-                    let k = CLASSES.iter().position(|x| x == c).unwrap_or(0);
-                    let e = &classes[k];
-                    masks[e.2 as usize]
-                })
+                .map(|c| masks[classes[crate::classify::class_index(c)].2 as usize])
                 .fold(0, |a, m| a | m);
             ClassEntries {
                 classes,
