@@ -25,6 +25,10 @@ pub struct ClassCost {
     /// measured on Golden Cove: flags to result 2 cycles, data 1.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub split_flags: bool,
+    /// Renamed first in its cycle (the instructions before it wait for
+    /// the next): Golden Cove's `vzeroupper`, measured one a cycle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub starts_group: bool,
     pub source: String,
 }
 
@@ -265,6 +269,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("xchg_reg", "alu"),
     ("vec_blendv_vex", "vec_blendv"),
     ("gpr_to_mask", "mask_op"),
+    ("vzeroupper", "nop"),
+    ("vzeroall", "nop"),
 ];
 
 /// Bundled descriptions: (name, TOML text).

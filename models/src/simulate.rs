@@ -1865,6 +1865,7 @@ pub(crate) fn simulate<'a>(
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
+        let first_in_cycle = g.costs[g.dyns[i].stat as usize].class.starts_group;
         let mut slot;
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
@@ -1875,7 +1876,9 @@ pub(crate) fn simulate<'a>(
             };
             let stall = if rob_free_at > dispatch.cycle {
                 DispatchStall::RobFull
-            } else if dispatch.slots + d_slots > width && !alone {
+            } else if (dispatch.slots + d_slots > width && !alone)
+                || (first_in_cycle && dispatch.slots > 0)
+            {
                 DispatchStall::Width
             } else if dispatch.bytes + d_bytes > bytes_pc && dispatch.bytes > 0 {
                 DispatchStall::FrontEnd
