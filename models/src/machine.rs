@@ -271,6 +271,10 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("gpr_to_mask", "mask_op"),
     ("vzeroupper", "nop"),
     ("vzeroall", "nop"),
+    ("bit_test", "alu"),
+    ("bit_field", "alu"),
+    ("bmi_logic", "alu"),
+    ("xadd_reg", "alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
