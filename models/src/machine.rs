@@ -275,6 +275,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("bit_field", "alu"),
     ("bmi_logic", "alu"),
     ("xadd_reg", "alu"),
+    ("vec_compare", "vec_alu"),
+    ("vec_align", "vec_byte_shuffle"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
