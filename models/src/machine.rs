@@ -185,6 +185,13 @@ pub struct Machine {
     /// %bl` 1.09); with a `mov` between the two 1.58 (not modeled).
     #[serde(default)]
     pub logical_flags_latency: u32,
+    /// Cycles a legacy SSE instruction writing an xmm register costs when
+    /// the upper halves are dirty from a 256-bit VEX instruction without a
+    /// `vzeroupper` between (0: no penalty). Golden Cove, measured:
+    /// `addps %xmm1,%xmm3; vaddps %ymm1,%ymm2,%ymm4` 398.87 cycles a copy,
+    /// with `vzeroupper` between 2.00, with two `addps` 391.67.
+    #[serde(default)]
+    pub sse_avx_transition: u32,
     pub mispredict_penalty: u32,
     /// By class name (see [`Machine::class`]; changed through
     /// [`Machine::class_mut`], which keeps the per-class tables right).

@@ -284,6 +284,11 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let show_iter = half;
     let base = g.dyns[show_iter * n].dispatched;
     let mut insns = Vec::with_capacity(n);
+    let transitions = if machine.sse_avx_transition > 0 {
+        crate::classify::sse_transitions(&shapes)
+    } else {
+        Vec::new()
+    };
     for (s, d) in block.iter().enumerate() {
         let sh = &shapes[s];
         let cost = g.class_cost(s);
@@ -454,6 +459,12 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         }
         if sh.unknown {
             notes.push("class guessed (mnemonic not in the model's tables)".into());
+        }
+        if machine.sse_avx_transition > 0 && transitions[s] {
+            notes.push(format!(
+                "legacy SSE after 256-bit AVX without vzeroupper: a state transition, ~{} cycles",
+                machine.sse_avx_transition
+            ));
         }
         if sh.wide_mul64 && machine.has_class("mul_wide_high") {
             let high = machine.class("mul_wide_high");
@@ -772,6 +783,30 @@ mod tests {
             cpi("c5 f8 77 83 c1 01 83 c2 01 83 c6 01", "golden-cove"),
             1.0
         ));
+    }
+
+    #[test]
+    fn legacy_sse_after_256_bit_avx_pays_a_transition_on_golden_cove() {
+        // addps %xmm1,%xmm3; vaddps %ymm1,%ymm2,%ymm4: 398.87 cycles a copy
+        // measured; with the VEX.128 vaddps 2.00; with vzeroupper between
+        // (vaddps ymm; vzeroupper; addps) 2.00.
+        let dirty = run("0f 58 d9 c5 ec 58 e1", "golden-cove", RepeatMode::Unrolled);
+        assert!(
+            dirty.cycles_per_iteration > 350.0,
+            "{}",
+            dirty.cycles_per_iteration
+        );
+        assert!(dirty.insns[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("vzeroupper")));
+        assert!(close(cpi("0f 58 d9 c5 e8 58 e1", "golden-cove"), 2.0));
+        assert!(close(
+            cpi("c5 ec 58 e1 c5 f8 77 0f 58 d9", "golden-cove"),
+            2.0
+        ));
+        // Zen 4 has no such penalty.
+        assert!(cpi("0f 58 d9 c5 ec 58 e1", "zen4") < 5.0);
     }
 
     #[test]

@@ -410,6 +410,12 @@ impl<'a> Graph<'a> {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
         let shifts = line_shifts(shapes);
+        // An SSE/AVX transition holds the front end: its cycles as slots.
+        let transitions = if m.sse_avx_transition > 0 {
+            crate::classify::sse_transitions(shapes)
+        } else {
+            vec![false; n]
+        };
         let costs = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
@@ -421,7 +427,9 @@ impl<'a> Graph<'a> {
                     load_class: load_cost,
                     latency: cost.latency,
                     occupancy: cost.occupancy,
-                    slots: cost.uops.max(1) + (sh.load.is_some() && sh.store.is_some()) as u32,
+                    slots: cost.uops.max(1)
+                        + (sh.load.is_some() && sh.store.is_some()) as u32
+                        + transitions[s] as u32 * m.sse_avx_transition * m.dispatch_width,
                     exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
                     load_ports,
                     load_latency: load_cost.latency + m.load_address_latency(sh),
