@@ -284,6 +284,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("xadd_reg", "alu"),
     ("vec_compare", "vec_alu"),
     ("vec_align", "vec_byte_shuffle"),
+    ("fp_compare", "fp_add"),
+    ("fp_unpack", "vec_shuffle"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
