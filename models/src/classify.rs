@@ -1046,8 +1046,13 @@ fn wide_operation(i: &Instruction, writes_wide: bool) -> bool {
 /// finds the vector registers' upper halves dirty — the last instruction
 /// before it (the block repeating) that touched them wrote a ymm or zmm
 /// register with a VEX or EVEX encoding, not `vzeroupper`.
+/// Empty where no instruction makes one (most blocks).
 pub fn sse_transitions(shapes: &[Shape]) -> Vec<bool> {
     let n = shapes.len();
+    let has = |u: UpperState| shapes.iter().any(|sh| sh.upper == u);
+    if !has(UpperState::LegacySse) || !has(UpperState::Dirties) {
+        return Vec::new();
+    }
     (0..n)
         .map(|s| {
             shapes[s].upper == UpperState::LegacySse

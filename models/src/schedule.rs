@@ -460,7 +460,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         if sh.unknown {
             notes.push("class guessed (mnemonic not in the model's tables)".into());
         }
-        if machine.sse_avx_transition > 0 && transitions[s] {
+        if transitions.get(s).copied().unwrap_or(false) {
             notes.push(format!(
                 "legacy SSE after 256-bit AVX without vzeroupper: a state transition, ~{} cycles",
                 machine.sse_avx_transition

@@ -410,11 +410,12 @@ impl<'a> Graph<'a> {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
         let shifts = line_shifts(shapes);
+        let shift_of = |s: usize| shifts.get(s).copied().unwrap_or_default();
         // An SSE/AVX transition holds the front end: its cycles as slots.
         let transitions = if m.sse_avx_transition > 0 {
             crate::classify::sse_transitions(shapes)
         } else {
-            vec![false; n]
+            Vec::new()
         };
         let costs = (0..n)
             .map(|s| {
@@ -429,7 +430,9 @@ impl<'a> Graph<'a> {
                     occupancy: cost.occupancy,
                     slots: cost.uops.max(1)
                         + (sh.load.is_some() && sh.store.is_some()) as u32
-                        + transitions[s] as u32 * m.sse_avx_transition * m.dispatch_width,
+                        + transitions.get(s).copied().unwrap_or(false) as u32
+                            * m.sse_avx_transition
+                            * m.dispatch_width,
                     exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
                     load_ports,
                     load_latency: load_cost.latency + m.load_address_latency(sh),
@@ -443,7 +446,7 @@ impl<'a> Graph<'a> {
                         // banks each iteration: not limited (Golden Cove,
                         // `movsbl 1(%r14),%r12d; add $1,%r14` 0.34 cycles
                         // a copy, three a cycle from one word modeled 0.50).
-                        .and_then(|a| shifts[s].fixed().map(|k| shifted(a, k)))
+                        .and_then(|a| shift_of(s).fixed().map(|k| shifted(a, k)))
                         .map_or(0, |a| load_banks(&a)),
                     fuse_next: fuse_next(s),
                     // An add or inc folded at rename still executes when it
@@ -451,8 +454,8 @@ impl<'a> Graph<'a> {
                     eliminated: (sh.zero_idiom && m.zero_idioms)
                         || m.eliminates_move(sh)
                         || (sh.imm_add && m.immediate_folding && !fuse_next(s)),
-                    line_shift: shifts[s],
-                    flags_read: flags_read(shapes, s),
+                    line_shift: shift_of(s),
+                    flags_read: sh.imm_add && sh.writes.contains(&FLAGS) && flags_read(shapes, s),
                 }
             })
             .collect();
@@ -1401,6 +1404,7 @@ impl PortCalendar {
         self.banks[k] = (once | banks) as u32 | ((twice | (once & banks)) as u32) << 16;
     }
 
+    #[inline]
     fn take(&mut self, port: usize, t: u64, len: u64) {
         let last = t + len;
         if len == 1 && ((t - self.base) as usize) < self.ring.len() {
@@ -1603,17 +1607,18 @@ impl LineShift {
     }
 }
 
+/// Empty where every shift is the aligned start (most blocks move no
+/// register by a constant, or address no memory).
 fn line_shifts(shapes: &[Shape]) -> Vec<LineShift> {
     let n = shapes.len();
-    let mut shifts = vec![LineShift::default(); n];
-    // Most blocks move no register by a constant, or address no memory.
     if !shapes.iter().any(|sh| sh.offset_of.is_some())
         || !shapes
             .iter()
             .any(|sh| sh.load.is_some() || sh.store.is_some())
     {
-        return shifts;
+        return Vec::new();
     }
+    let mut shifts = vec![LineShift::default(); n];
     // Registers away from a line's start, by how far (the rest are at it).
     let mut off: smallvec::SmallVec<[(Reg, i64); 8]> = smallvec::SmallVec::new();
     let get = |off: &smallvec::SmallVec<[(Reg, i64); 8]>, r: Reg| {
@@ -1770,6 +1775,21 @@ pub(crate) fn simulate<'a>(
     iterations: usize,
     stop_early: bool,
 ) -> SimResult<'a> {
+    // Two copies of the loop: without the binding's bookkeeping where the
+    // description has none (its checks cost ~3 % on every µop).
+    if m.ports_bound_at_rename {
+        simulate_with::<true>(m, shapes, iterations, stop_early)
+    } else {
+        simulate_with::<false>(m, shapes, iterations, stop_early)
+    }
+}
+
+fn simulate_with<'a, const BIND: bool>(
+    m: &'a Machine,
+    shapes: &'a [Shape],
+    iterations: usize,
+    stop_early: bool,
+) -> SimResult<'a> {
     let n = shapes.len();
     let mut g = Graph::new(m, shapes);
     let indexed_store = shapes.iter().any(|sh| {
@@ -1798,7 +1818,7 @@ pub(crate) fn simulate<'a>(
     let mut binder = BINDER.with(|c| std::mem::take(&mut *c.borrow_mut()));
     // Loads and stores are not bound: a load port takes any load that is
     // ready (uiCA: ports 2 and 3 take from each other's queue).
-    let mut bind = m.ports_bound_at_rename;
+    let mut bind = BIND;
     let memory_ports = if bind {
         binder.reset(m.ports(), !m.memory_port_mask());
         m.memory_port_mask()
@@ -1825,6 +1845,8 @@ pub(crate) fn simulate<'a>(
     // iteration come back to the same places after 64 / gcd(step, 64)
     // iterations (a power of two, at most `Steady::MAX_PERIOD`: see
     // `line_shifts`): the steady state's period is a multiple of that.
+    // Instructions renamed first in their cycle (`vzeroupper`): rare.
+    let any_group_start = g.costs.iter().any(|c| c.class.starts_group);
     let mut steady = Steady::new(stop_early);
     steady.unit = (0..n)
         .filter(|&s| shapes[s].store.is_some() && g.costs[s].line_shift.drift != 0)
@@ -1873,7 +1895,7 @@ pub(crate) fn simulate<'a>(
         }
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
-        let first_in_cycle = g.costs[g.dyns[i].stat as usize].class.starts_group;
+        let first_in_cycle = any_group_start && g.costs[g.dyns[i].stat as usize].class.starts_group;
         let mut slot;
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
@@ -1992,7 +2014,6 @@ pub(crate) fn simulate<'a>(
         retire.move_to(done.max(last_retired));
         let stat = g.dyns[i].stat as usize;
         let sh = &shapes[stat];
-        let line_shift = g.costs[stat].line_shift;
         let mut held = None;
         loop {
             if retire.count >= retire_w {
@@ -2000,7 +2021,10 @@ pub(crate) fn simulate<'a>(
                 retire.move_to(retire.cycle + 1);
                 continue;
             }
-            if let Some(addr) = sh.store.map(|a| shifted(a, line_shift.at(i / n))) {
+            if let Some(addr) = sh
+                .store
+                .map(|a| shifted(a, g.costs[stat].line_shift.at(i / n)))
+            {
                 let line = (addr.base, addr.index, addr.disp as i64 >> 6);
                 let new_group = retire.last_store_line != Some(line);
                 let split = m.split_store_commit > 0 && splits_line(&addr) && !sh.stack_op;
