@@ -23,7 +23,7 @@
 //! do (`ports_bound_at_rename`, uiCA's Ice Lake rule: 4.5 % / 0.902) but
 //! leaves off for Golden Cove, as the analyzer's estimates got worse with
 //! it; Skylake, Zen 5 and the generic description are from vendor and
-//! published figures, unmeasured. It models ~0.63–0.69 M instructions per
+//! published figures, unmeasured. It models ~0.56–0.66 M instructions per
 //! second of real basic blocks on one core (`cargo bench -p dcpi-models
 //! --bench model_speed`: every block of python3.11 in about a second, 20×
 //! llvm-mca-19 at 10 iterations), short of the 1 M goal.
