@@ -91,6 +91,9 @@ pub const CLASSES: &[&str] = &[
     "vec_align",
     "fp_compare",
     "fp_unpack",
+    "vec512_compare",
+    "vec512_shuffle",
+    "vec512_lane_cross",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -225,7 +228,20 @@ fn starts(m: &str, prefixes: &[&str]) -> bool {
 /// The execution class of a vector/FP mnemonic (lower case, without the AVX `v`).
 fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     let fp = |c: &'static str| Some(if zmm { "vec512_fp" } else { c });
-    let int = |c: &'static str| Some(if zmm { "vec512_alu" } else { c });
+    // 512-bit forms: Golden Cove runs them on port 0 (with 1 fused) and 5,
+    // and splits the classes by port there too (measured: four independent
+    // `vpminub %zmm` 4.00 cycles a copy, p0 alone; `vpshufb`/`vpunpcklbw
+    // %zmm` one a cycle, `vpermb`/`vpermd %zmm` one a cycle and 3 cycles,
+    // p5 alone; `vpaddd %zmm` two a cycle).
+    let int = |c: &'static str| {
+        Some(match (zmm, c) {
+            (false, c) => c,
+            (true, "vec_compare") => "vec512_compare",
+            (true, "vec_shuffle" | "vec_byte_shuffle" | "vec_align") => "vec512_shuffle",
+            (true, "vec_lane_cross") => "vec512_lane_cross",
+            (true, _) => "vec512_alu",
+        })
+    };
     // Packing, and widening into a ymm register (across its lanes): three
     // cycles on port 5 on Golden Cove (`packuswb` 3.00, `vpmovzxbw
     // %xmm0,%ymm0` 3.07, four independent 4.09; into an xmm 0.99),
@@ -1223,6 +1239,27 @@ mod tests {
             one(&[0x66, 0x0f, 0x38, 0x00, 0xc1]).class,
             "vec_byte_shuffle"
         ); // pshufb
+    }
+
+    #[test]
+    fn zmm_forms_split_by_port() {
+        // vpminub %zmm1,%zmm2,%zmm3; vpshufb %zmm1,%zmm2,%zmm3; vpermd; vpaddd
+        assert_eq!(
+            one(&[0x62, 0xf1, 0x6d, 0x48, 0xda, 0xd9]).class,
+            "vec512_compare"
+        );
+        assert_eq!(
+            one(&[0x62, 0xf2, 0x6d, 0x48, 0x00, 0xd9]).class,
+            "vec512_shuffle"
+        );
+        assert_eq!(
+            one(&[0x62, 0xf2, 0x75, 0x48, 0x36, 0xd2]).class,
+            "vec512_lane_cross"
+        );
+        assert_eq!(
+            one(&[0x62, 0xf1, 0x6d, 0x48, 0xfe, 0xd9]).class,
+            "vec512_alu"
+        );
     }
 
     #[test]

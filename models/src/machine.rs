@@ -286,6 +286,9 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_align", "vec_byte_shuffle"),
     ("fp_compare", "fp_add"),
     ("fp_unpack", "vec_shuffle"),
+    ("vec512_compare", "vec512_alu"),
+    ("vec512_shuffle", "vec512_alu"),
+    ("vec512_lane_cross", "vec512_alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
