@@ -284,11 +284,6 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     let show_iter = half;
     let base = g.dyns[show_iter * n].dispatched;
     let mut insns = Vec::with_capacity(n);
-    let transitions = if machine.sse_avx_transition > 0 {
-        crate::classify::sse_transitions(&shapes)
-    } else {
-        Vec::new()
-    };
     for (s, d) in block.iter().enumerate() {
         let sh = &shapes[s];
         let cost = g.class_cost(s);
@@ -460,7 +455,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         if sh.unknown {
             notes.push("class guessed (mnemonic not in the model's tables)".into());
         }
-        if transitions.get(s).copied().unwrap_or(false) {
+        if g.transition(s) {
             notes.push(format!(
                 "legacy SSE after 256-bit AVX without vzeroupper: a state transition, ~{} cycles",
                 machine.sse_avx_transition

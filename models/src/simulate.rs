@@ -212,9 +212,13 @@ struct StaticCost<'a> {
     /// Where its memory operand's base register stands in a cache line
     /// (see [`LineShift`]).
     line_shift: LineShift,
-    /// Its flags are read (by a later instruction, or the next
-    /// iteration's) before anything writes them again.
-    flags_read: bool,
+    /// Folded at rename, yet its flags are read (by a later instruction,
+    /// or the next iteration's) before anything writes them again: a µop
+    /// computes them.
+    folded_flags: bool,
+    /// A legacy SSE instruction that pays an SSE/AVX transition
+    /// ([`crate::classify::sse_transitions`]).
+    transition: bool,
 }
 
 /// A store the next loads may read: address, value keys of its address
@@ -417,6 +421,7 @@ impl<'a> Graph<'a> {
         } else {
             Vec::new()
         };
+        let transition = |s: usize| transitions.get(s).copied().unwrap_or(false);
         let costs = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
@@ -430,9 +435,7 @@ impl<'a> Graph<'a> {
                     occupancy: cost.occupancy,
                     slots: cost.uops.max(1)
                         + (sh.load.is_some() && sh.store.is_some()) as u32
-                        + transitions.get(s).copied().unwrap_or(false) as u32
-                            * m.sse_avx_transition
-                            * m.dispatch_width,
+                        + transition(s) as u32 * m.sse_avx_transition * m.dispatch_width,
                     exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
                     load_ports,
                     load_latency: load_cost.latency + m.load_address_latency(sh),
@@ -455,7 +458,12 @@ impl<'a> Graph<'a> {
                         || m.eliminates_move(sh)
                         || (sh.imm_add && m.immediate_folding && !fuse_next(s)),
                     line_shift: shift_of(s),
-                    flags_read: sh.imm_add && sh.writes.contains(&FLAGS) && flags_read(shapes, s),
+                    folded_flags: sh.imm_add
+                        && m.immediate_folding
+                        && !fuse_next(s)
+                        && sh.writes.contains(&FLAGS)
+                        && flags_read(shapes, s),
+                    transition: transition(s),
                 }
             })
             .collect();
@@ -520,6 +528,11 @@ impl<'a> Graph<'a> {
             head: arrays.head,
             scratch: arrays.scratch,
         }
+    }
+
+    /// Whether static instruction `s` pays an SSE/AVX transition.
+    pub fn transition(&self, s: usize) -> bool {
+        self.costs[s].transition
     }
 
     /// The cost of static instruction `s`'s class.
@@ -1051,13 +1064,7 @@ impl<'a> Graph<'a> {
                     self.set_producer(w, l, load_key);
                 }
             }
-            if exec_uop.is_none()
-                && sh.imm_add
-                && m.immediate_folding
-                && !(sh.zero_idiom && m.zero_idioms)
-                && sh.writes.contains(&FLAGS)
-                && self.costs[s].flags_read
-            {
+            if self.costs[s].folded_flags {
                 // A folded add's flags, where something reads them, are
                 // still computed: a cycle after its source, without a port.
                 // Golden Cove, measured: `sbb $-1,%r15; add $1,%r15` 2.00
