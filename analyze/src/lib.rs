@@ -53,6 +53,7 @@ pub mod image_cpi;
 pub mod kernel_symbols;
 pub mod latency;
 pub mod linked_functions;
+pub mod loop_totals;
 pub mod phase_timer;
 pub mod prof;
 pub mod report;
