@@ -615,8 +615,11 @@ fn whatcg_and_topstalls_on_recorded_profiles() {
     assert!(ok, "{err}");
     let w: Value = serde_json::from_str(&out).unwrap();
     let cats = w["categories"].as_array().unwrap();
-    let first_dynamic = cats.iter().find(|c| c["kind"] == "dynamic").unwrap();
-    assert_eq!(first_dynamic["code"], "dcache", "{w}");
+    // The leading culprit (the one that may explain most cycles), not the
+    // first dynamic row: "ambiguous" is not a culprit and may rank above it.
+    assert_eq!(w["leading"], "dcache", "{w}");
+    let dcache = cats.iter().find(|c| c["code"] == "dcache").unwrap();
+    assert!(dcache["percent"][1].as_f64().unwrap() > 40.0, "{w}");
     let min_sum: f64 = cats.iter().map(|c| c["percent"][0].as_f64().unwrap()).sum();
     assert!((min_sum - 100.0).abs() < 0.5, "{min_sum}");
 

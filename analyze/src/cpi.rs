@@ -34,6 +34,7 @@ use crate::frequency::{
     prepare, BlockObservation, ClassEstimate, Confidence, Frequencies, Prepared,
 };
 use crate::function_code::FunctionCode;
+use crate::loop_totals::{header_frequency, LoopSamples};
 use dcpi_models::classify::shape;
 use dcpi_models::critical_path::critical_path;
 use dcpi_models::machine::Machine;
@@ -251,6 +252,32 @@ fn loop_path(code: &FunctionCode, body: &[usize], header: usize) -> Option<Vec<u
     None
 }
 
+/// Whether no other loop's header lies inside loop `l`.
+fn is_innermost(cfg: &crate::cfg::Cfg, l: &crate::cfg::Loop) -> bool {
+    cfg.loops
+        .iter()
+        .all(|o| std::ptr::eq(o, l) || l.body.binary_search(&o.header).is_err())
+}
+
+/// How many times loop `l` was entered at frequencies `freq`: what its
+/// back edges do not bring to the header (their blocks may also leave, so
+/// this can undercount), or at least what the single-way blocks outside
+/// the loop feed it.
+fn loop_entries(cfg: &crate::cfg::Cfg, l: &crate::cfg::Loop, freq: &[f64]) -> f64 {
+    let h = l.header;
+    let back: f64 = cfg
+        .predecessors(h)
+        .filter(|e| cfg.is_back_edge(e.from, h))
+        .map(|e| freq[e.from])
+        .sum();
+    let fed: f64 = cfg
+        .predecessors(h)
+        .filter(|e| l.body.binary_search(&e.from).is_err() && cfg.successors(e.from).count() == 1)
+        .map(|e| freq[e.from])
+        .sum();
+    (freq[h] - back).max(fed)
+}
+
 /// Blocks on an innermost loop's hot path are modeled together, as the
 /// loop runs them (overlapping one block with the next), instead of alone.
 fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockModel]) {
@@ -263,11 +290,7 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
         // would rescale them as if they ran once per outer iteration (the
         // j loop around matmul's k loop took the k loop to 2.70 cycles
         // from its own 3.00, and its frequency 13% too high).
-        let innermost = cfg
-            .loops
-            .iter()
-            .all(|o| std::ptr::eq(o, l) || l.body.binary_search(&o.header).is_err());
-        if !innermost {
+        if !is_innermost(cfg, l) {
             continue;
         }
         let Some(path) = loop_path(code, &l.body, l.header) else {
@@ -846,11 +869,84 @@ impl<'a> FunctionAnalysis<'a> {
         let first = self.first_pass()?;
         let ch = self.charge(Some(first));
         let mut p = prepare(cfg, &self.observe(&ch), c);
+        self.add_loop_totals(&mut p, first);
         let (freq, spread) = crate::frequency::solve_alone(&p);
         let u = self.unstable(&freq, &ch);
         p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
         crate::frequency::debug_dump(&self.code.function.name, &p, &freq);
         Some(crate::frequency::finish(p, freq, &spread))
+    }
+
+    /// Innermost loops none of whose blocks has an estimate of its own get
+    /// one on their header from the loop's samples as a whole, net of a
+    /// refill per entry ([`crate::loop_totals`]); `freq` says how often
+    /// each was entered.
+    fn add_loop_totals(&self, p: &mut Prepared, freq: &[f64]) {
+        let Some(cps) = self.cps else {
+            return;
+        };
+        let cfg = &self.code.cfg;
+        let refill = self.machine.mispredict_penalty as f64;
+        let in_body = |l: &crate::cfg::Loop, b: usize| l.body.binary_search(&b).is_ok();
+        for l in &cfg.loops {
+            if !is_innermost(cfg, l)
+                || l.body.iter().any(|&b| p.observed(b))
+                || l.body
+                    .iter()
+                    .any(|&b| cfg.blocks[b].insns.clone().any(|i| !self.seen[i]))
+            {
+                continue;
+            }
+            // One mispredict per entry holds only where every branch in
+            // the loop is its exit or its back edge: a branch between two
+            // paths inside it (or a dispatch through a table) may
+            // mispredict on any trip.
+            let only_loop_control = l.body.iter().all(|&b| {
+                let last = &cfg.insns[cfg.blocks[b].insns.end - 1];
+                !crate::disasm::may_mispredict(last)
+                    || (last.instr.flow_control() == iced_x86::FlowControl::ConditionalBranch
+                        && cfg
+                            .successors(b)
+                            .any(|e| e.to == l.header || !in_body(l, e.to)))
+            });
+            if !only_loop_control {
+                continue;
+            }
+            let Some(path) = loop_path(self.code, &l.body, l.header) else {
+                continue;
+            };
+            let trip: f64 = path.iter().map(|&b| self.models[b].cycles).sum();
+            let mut s = LoopSamples::default();
+            for &b in &l.body {
+                for i in cfg.blocks[b].insns.clone() {
+                    let n = self.code.time_samples(i) as f64;
+                    if b == l.header && i == cfg.blocks[b].insns.start {
+                        s.on_header += n;
+                    } else {
+                        s.inside += n;
+                    }
+                }
+            }
+            for b in (0..cfg.blocks.len()).filter(|&b| !in_body(l, b)) {
+                let mut preds = cfg
+                    .predecessors(b)
+                    .filter(|e| !cfg.is_padding(e.from))
+                    .peekable();
+                if preds.peek().is_some() && preds.all(|e| in_body(l, e.from)) {
+                    s.on_exits += self.code.time_samples(cfg.blocks[b].insns.start) as f64;
+                }
+            }
+            let entries = loop_entries(cfg, l, freq);
+            if std::env::var_os("DCPI_DEBUG_FREQ").is_some() {
+                eprintln!(
+                    "dcpi: loop at b{} of {}: {s:?}, entries {entries:.4e}, trip {trip:.2} cycles",
+                    l.header, self.code.function.name
+                );
+            }
+            if let Some(e) = header_frequency(s, entries, trip, cps, refill) {
+                p.set_estimate(l.header, e);
+            }
+        }
     }
 
     /// Pass 1: frequencies from the samples where they landed.
@@ -891,6 +987,7 @@ impl<'a> FunctionAnalysis<'a> {
         let c = self.cps?;
         let ch = self.charge(Some(freq));
         let mut p = prepare(&self.code.cfg, &self.observe(&ch), c);
+        self.add_loop_totals(&mut p, freq);
         let u = self.unstable(freq, &ch);
         p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
         Some(p)
@@ -907,23 +1004,7 @@ impl<'a> FunctionAnalysis<'a> {
         let penalty = self.machine.mispredict_penalty as f64;
         let mut short = vec![false; cfg.blocks.len()];
         for l in &cfg.loops {
-            let h = l.header;
-            let back: f64 = cfg
-                .predecessors(h)
-                .filter(|e| cfg.is_back_edge(e.from, h))
-                .map(|e| freq[e.from])
-                .sum();
-            // Entries: what the back edges do not bring (their blocks may
-            // also leave, so this can undercount), or at least what the
-            // single-way blocks outside the loop feed it.
-            let fed: f64 = cfg
-                .predecessors(h)
-                .filter(|e| {
-                    l.body.binary_search(&e.from).is_err() && cfg.successors(e.from).count() == 1
-                })
-                .map(|e| freq[e.from])
-                .sum();
-            let entries = (freq[h] - back).max(fed);
+            let entries = loop_entries(cfg, l, freq);
             if entries <= 0.0 {
                 continue;
             }

@@ -297,6 +297,21 @@ pub struct Prepared {
     pub guessed: Vec<bool>,
 }
 
+impl Prepared {
+    /// Whether block `b` has an estimate of its own (not only a bound).
+    pub fn observed(&self, b: usize) -> bool {
+        self.problem.estimates[b].is_some() && !self.bounded[b]
+    }
+
+    /// Gives block `b` an estimate its class did not (its loop's total,
+    /// [`crate::loop_totals`]): evidence for the solve, still a guess for
+    /// confidence.
+    pub fn set_estimate(&mut self, b: usize, estimate: (f64, f64)) {
+        self.problem.estimates[b] = Some(estimate);
+        self.guessed[b] = true;
+    }
+}
+
 /// A prepared problem solved on its own: frequencies and standard errors
 /// (zeros and none when nothing is estimated).
 pub fn solve_alone(p: &Prepared) -> (Vec<f64>, Vec<Option<f64>>) {

@@ -126,7 +126,19 @@ fn solve_group(
         })
         .collect();
     let parts: Vec<_> = prepared.iter().map(|p| p.problem.clone()).collect();
-    let solution = solve_with_spread(&parts, &local)?;
+    let mut solution = solve_with_spread(&parts, &local)?;
+    // Once more from the linked answer: a loop's entries (its callers'
+    // calls) and the split of a block's first samples were each member's
+    // own guesses the first time.
+    let prepared = group
+        .iter()
+        .zip(&solution.freq)
+        .map(|(&m, f)| analyses[m].prepared(f))
+        .collect::<Option<Vec<_>>>()?;
+    let parts: Vec<_> = prepared.iter().map(|p| p.problem.clone()).collect();
+    if let Some(again) = solve_with_spread(&parts, &local) {
+        solution = again;
+    }
     let solved = &solution.freq;
     let calls: Vec<f64> = (0..group.len())
         .map(|k| {
