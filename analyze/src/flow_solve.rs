@@ -20,7 +20,8 @@
 //! not. The ordering and symbolic factorization depend on the network
 //! only, and are reused by every solve of it. Negative edge flows are
 //! clamped to zero and the system solved again without them. An entry
-//! nothing informs leans weakly towards zero.
+//! nothing informs leans weakly towards zero, and so does a block without
+//! an estimate that no sample landed in or was charged to.
 //!
 //! Limits: the ridge still decides flows no row pins down (a cycle with
 //! no estimate on it), and the clamping is two rounds, not a full
@@ -51,6 +52,11 @@ pub struct FlowProblem {
     /// that can only undercount, weighed in only where the solution falls
     /// below it. Empty: none.
     pub floors: Vec<Option<(f64, f64)>>,
+    /// Per block: no sample landed in it or was charged to it. Where it
+    /// has no estimate either, it leans weakly towards zero (like an
+    /// unknown entry), so a split nothing else decides goes to the code
+    /// that was seen running rather than half and half. Empty: none.
+    pub unsampled: Vec<bool>,
 }
 
 /// How often a function is called, tied to its call sites: the flow into
@@ -286,6 +292,11 @@ fn solve_weighted(
         for (j, &b) in p.entries.iter().enumerate() {
             let linked = links.iter().any(|l| l.callee == k && l.entry == j);
             if !linked && weights[k][b].is_none() {
+                weights[k][b] = Some((0.0, ENTRY_PRIOR));
+            }
+        }
+        for (b, _) in p.unsampled.iter().enumerate().filter(|(_, u)| **u) {
+            if weights[k][b].is_none() {
                 weights[k][b] = Some((0.0, ENTRY_PRIOR));
             }
         }
@@ -889,6 +900,7 @@ mod tests {
             estimates,
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         let callee = FlowProblem {
             blocks: 2,
@@ -898,6 +910,7 @@ mod tests {
             estimates: vec![None, Some((5e4, 5e3))],
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         let parts = [caller, callee];
         let links = [Link {
@@ -980,6 +993,7 @@ mod tests {
             estimates,
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         let forward = solve(&p).unwrap();
         REVERSED_ORDER.with(|r| r.set(true));
@@ -1014,6 +1028,7 @@ mod tests {
             ],
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         let f = solve(&p).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
@@ -1031,6 +1046,7 @@ mod tests {
             estimates: vec![Some((100.0, 10.0)), None, None, Some((100.0, 10.0))],
             ranges: vec![],
             floors: vec![None, None, Some(floor), None],
+            unsampled: vec![],
         };
         let f = solve(&diamond((80.0, 8.0))).unwrap();
         assert!(
@@ -1062,6 +1078,7 @@ mod tests {
             ],
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -1084,6 +1101,7 @@ mod tests {
             ],
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
@@ -1101,6 +1119,7 @@ mod tests {
                 estimates: caller,
                 ranges: vec![],
                 floors: vec![],
+                unsampled: vec![],
             },
             FlowProblem {
                 blocks: 1,
@@ -1110,6 +1129,7 @@ mod tests {
                 estimates: vec![Some(callee)],
                 ranges: vec![],
                 floors: vec![],
+                unsampled: vec![],
             },
         ]
     }
@@ -1169,6 +1189,7 @@ mod tests {
             estimates: vec![None],
             ranges: vec![],
             floors: vec![],
+            unsampled: vec![],
         };
         assert!(solve(&p).is_none());
     }

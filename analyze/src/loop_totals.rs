@@ -62,8 +62,10 @@ pub fn header_frequency(
     let own = s.inside + s.on_exits;
     let refills = entries * refill;
     // The header's first samples are shared with the entries in
-    // proportion to how often each leads there: a fixed point.
-    let mut freq = entries;
+    // proportion to how often each leads there: a fixed point, reached
+    // from above (from below it stops at once at `entries`, where the
+    // back edges get no share and the refills take everything else).
+    let mut freq = f64::INFINITY;
     for _ in 0..20 {
         let back_share = (1.0 - entries / freq.max(entries)).max(0.0);
         let gross = (own + s.on_header * back_share) * cycles_per_sample;
