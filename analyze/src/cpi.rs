@@ -845,6 +845,12 @@ impl<'a> FunctionAnalysis<'a> {
                     excluded,
                     guessed,
                     exits_if_mispredicted,
+                    after_unsure: cfg.predecessors(b).any(|e| {
+                        !cfg.is_back_edge(e.from, b)
+                            && crate::disasm::may_mispredict(
+                                &cfg.insns[cfg.blocks[e.from].insns.end - 1],
+                            )
+                    }),
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     straight: cfg.loops_of[b].is_empty(),
                     best_cycles,

@@ -107,6 +107,9 @@ pub struct BlockObservation {
     /// landed in the block over one refill's worth). Exits that were
     /// predicted leave no refetch: a least frequency, not an estimate.
     pub exits_if_mispredicted: Option<f64>,
+    /// Entered through a conditional or indirect branch other than a back
+    /// edge: its samples may include what follows a mispredict's refill.
+    pub after_unsure: bool,
 }
 
 /// Relative error of a least frequency from refetch samples (the refill
@@ -134,6 +137,12 @@ pub struct ClassEstimate {
     /// Only a least frequency (a loop exit's refetch): weighed in where
     /// conservation would put the block below it.
     pub floor: bool,
+    /// Every block it rests on is entered through a branch that may
+    /// mispredict (not a back edge): its samples may hold what follows a
+    /// refill, the chain run exposed after it (codec's `rle_encode` after
+    /// its inner loop's exit: 5.8 cycles a run where the best case is
+    /// 1.24, +356 % at "high"). Its blocks are never above low confidence.
+    pub after_unsure: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -197,6 +206,7 @@ pub fn estimate_class(
             upper_bound: false,
             freq_high: None,
             floor: false,
+            after_unsure: false,
         });
     }
     // Suspects only count when the class has nothing better.
@@ -227,6 +237,7 @@ pub fn estimate_class(
         return exit_floor(class, blocks, obs);
     }
     let straight = cluster.iter().all(|&b| obs[b].straight);
+    let after_unsure = cluster.iter().all(|&b| obs[b].after_unsure);
     let c_low: f64 = cluster.iter().map(|&b| obs[b].best_cycles_low).sum();
     let freq_high = (straight && c_low > 0.0 && c_low < c).then(|| s * cycles_per_sample / c_low);
     let model_error = if straight {
@@ -239,6 +250,7 @@ pub fn estimate_class(
         // An upper bound more than an estimate.
         rel = rel.max(1.0);
     }
+
     Some(ClassEstimate {
         class,
         freq: s * cycles_per_sample / c,
@@ -250,6 +262,7 @@ pub fn estimate_class(
         upper_bound: only_suspects,
         freq_high,
         floor: false,
+        after_unsure,
     })
 }
 
@@ -291,6 +304,7 @@ fn refetch_floor(
         upper_bound: false,
         freq_high: None,
         floor: true,
+        after_unsure: false,
     })
 }
 
@@ -306,7 +320,9 @@ pub struct Prepared {
     /// are a share of a successor's first samples split by the
     /// frequencies being estimated, or it moved by more than half between
     /// the pass on raw samples and the pass on samples split by that first
-    /// answer (an estimate feeding itself): never above low confidence.
+    /// answer (an estimate feeding itself), or its class's estimate rests
+    /// only on blocks entered after a branch that may mispredict
+    /// ([`ClassEstimate::after_unsure`]): never above low confidence.
     pub guessed: Vec<bool>,
 }
 
@@ -409,6 +425,11 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     // blocks are guesses however narrow the posterior (an arc clamped to
     // zero counts there as known).
     let mut guessed: Vec<bool> = obs.iter().map(|o| o.guessed).collect();
+    for e in classes.iter().filter(|e| e.after_unsure) {
+        for &b in &cfg.classes[e.class] {
+            guessed[b] = true;
+        }
+    }
     let observed = |b: usize| problem.estimates[b].is_some() && !bounded[b];
     for l in &cfg.loops {
         if !l.body.iter().any(|&b| observed(b)) {
@@ -520,6 +541,7 @@ mod tests {
             excluded: 0.0,
             guessed: false,
             exits_if_mispredicted: None,
+            after_unsure: false,
         }
     }
 
@@ -586,6 +608,17 @@ mod tests {
         assert!(straight.relative_error >= STRAIGHT_MODEL_ERROR);
         assert_eq!(straight.freq_high, Some(4.0 * straight.freq));
         assert_eq!(looped.freq_high, None);
+    }
+
+    #[test]
+    fn an_estimate_resting_only_on_blocks_after_unsure_branches_says_so() {
+        let mut after = obs(400.0, 1.0);
+        after.after_unsure = true;
+        let e = estimate_class(0, &[0], &[after], 2.0).unwrap();
+        assert!(e.after_unsure && e.confidence == Confidence::High);
+        // One block of the cluster entered otherwise is enough.
+        let e = estimate_class(0, &[0, 1], &[after, obs(400.0, 1.0)], 2.0).unwrap();
+        assert!(!e.after_unsure);
     }
 
     #[test]
