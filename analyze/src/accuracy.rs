@@ -46,6 +46,10 @@ pub struct Accuracy {
     pub estimators: Vec<EstimatorAccuracy>,
     /// The same for dcpi, over medium-or-better instructions only.
     pub dcpi_confident: Option<EstimatorAccuracy>,
+    /// The same for dcpi per confidence level (high, medium, low, those
+    /// with samples), with each level's share of the samples: whether the
+    /// levels mean what they say.
+    pub by_confidence: Vec<(EstimatorAccuracy, f64)>,
 }
 
 struct Point {
@@ -105,6 +109,7 @@ fn score(name: &str, pts: &[Point]) -> EstimatorAccuracy {
 pub fn compare(reports: &[CpiReport], truth: &BTreeMap<u64, u64>) -> Accuracy {
     let mut dcpi = Vec::new();
     let mut dcpi_conf = Vec::new();
+    let mut levels: [Vec<Point>; 3] = Default::default();
     let mut naive = Vec::new();
     let mut unexecuted = 0.0;
     for r in reports {
@@ -121,6 +126,11 @@ pub fn compare(reports: &[CpiReport], truth: &BTreeMap<u64, u64>) -> Accuracy {
             }
             let est = i.freq.unwrap_or(0.0);
             dcpi.push(Point {
+                weight: s,
+                truth: t,
+                est,
+            });
+            levels[i.confidence as usize].push(Point {
                 weight: s,
                 truth: t,
                 est,
@@ -153,6 +163,19 @@ pub fn compare(reports: &[CpiReport], truth: &BTreeMap<u64, u64>) -> Accuracy {
         },
         estimators: vec![score("dcpi", &dcpi), score("naive", &naive)],
         dcpi_confident: (!dcpi_conf.is_empty()).then(|| score("dcpi (medium+)", &dcpi_conf)),
+        by_confidence: [Confidence::High, Confidence::Medium, Confidence::Low]
+            .into_iter()
+            .map(|c| &levels[c as usize])
+            .zip(["dcpi (high)", "dcpi (medium)", "dcpi (low)"])
+            .filter(|(pts, _)| !pts.is_empty())
+            .map(|(pts, name)| {
+                let w: f64 = pts.iter().map(|p| p.weight).sum();
+                (
+                    score(name, pts),
+                    if samples > 0.0 { w / samples } else { 0.0 },
+                )
+            })
+            .collect(),
     }
 }
 
@@ -187,9 +210,28 @@ pub fn render(a: &Accuracy, image: &str) -> String {
             e.mean_log_error
         );
     }
+    for (e, share) in &a.by_confidence {
+        let _ = writeln!(
+            out,
+            "{:<16} {:>7.0}%   {:>6.1} {:>6.1} {:>6.1}   {:>6} {:>6} {:>6}   {:>7.3}",
+            e.estimator,
+            100.0 * share,
+            100.0 * e.within[0],
+            100.0 * e.within[1],
+            100.0 * e.within[2],
+            "",
+            "",
+            "",
+            e.mean_log_error
+        );
+    }
     let _ = writeln!(
         out,
-        "(shares of samples; the 's' columns use the fitted global scale; |ln e|: mean |ln(estimate/true)|, capped at ln 4)"
+        "(shares of samples; the 's' columns use the fitted global scale; |ln e|: mean |ln(estimate/true)|, capped at ln 4;"
+    );
+    let _ = writeln!(
+        out,
+        " per confidence level, its share of the samples in the scale column and its unscaled shares)"
     );
     out
 }
