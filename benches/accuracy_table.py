@@ -36,6 +36,9 @@ def row(first, label, e):
 
 
 means = [0.0, 0.0, 0.0, 0.0]
+# Per confidence level: its share of the samples, and the samples within
+# ±10 and ±25 % (unscaled), each workload weighted alike.
+levels = {}
 for name in NAMES:
     data = os.path.join(ROOT, "datasets/analyzer")
     db = os.path.join(data, PROFILES, f"{name}.db")
@@ -53,6 +56,16 @@ for name in NAMES:
         share = 100 * d["confident_share"]
         print(row("", f"dcpi, medium+ ({share:.0f} % of samples)", d["dcpi_confident"]))
     print(row("", "naive", naive))
+    for e, share in d.get("by_confidence", []):
+        lv = levels.setdefault(e["estimator"], [0.0, 0.0, 0.0])
+        lv[0] += share / len(NAMES)
+        lv[1] += share * e["within"][1] / len(NAMES)
+        lv[2] += share * e["within"][2] / len(NAMES)
     means = [m + v for m, v in zip(means, [dcpi["within"][1], dcpi["within_scaled"][1], dcpi["within_scaled"][2], dcpi["mean_log_error"]])]
 print()
 print("means (dcpi): unscaled ±10 %s, scaled ±10 %s, scaled ±25 %s, |ln e| %.3f" % (tuple(pct(m / len(NAMES)) for m in means[:3]) + (means[3] / len(NAMES),)))
+for name in ["dcpi (high)", "dcpi (medium)", "dcpi (low)"]:
+    if name in levels:
+        share, w10, w25 = levels[name]
+        print("%s: %s %% of the samples, %s %% of them within ±10, %s %% within ±25 (unscaled)"
+              % (name, pct(share), pct(w10 / share) if share else "-", pct(w25 / share) if share else "-"))
