@@ -3,7 +3,9 @@
 # 10 kHz) and print the share of the loop's samples on each instruction;
 # for the branch loop also its cycles per iteration with a random and a
 # constant bit, and the cycles per mispredict the samples on the branch's
-# targets (and one past each) stand for.
+# targets (and one past each) stand for; for the spread loops (the random
+# branch with eight adds on each path, independent or one chain) the
+# samples at each distance past the target.
 # Usage: datasets/skid/run.sh [OUT.md]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -12,8 +14,8 @@ out="$root/target/skid"
 mkdir -p "$out"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 gcc -O1 -no-pie -o "$out/skid" "$here/skid.c"
-for mode in imul chase alu steady branch; do
-  case $mode in imul) n=400000000 ;; chase) n=20000000 ;; alu) n=1000000000 ;; steady | branch) n=400000000 ;; esac
+for mode in imul chase alu steady branch spread spreadchain; do
+  case $mode in imul) n=400000000 ;; chase) n=20000000 ;; alu) n=1000000000 ;; *) n=400000000 ;; esac
   rm -f "$out/$mode.db"*
   "$root/target/release/dcpi" collect -q -F 10000 -o "$out/$mode.db" -- "$out/skid" $mode $n >/dev/null
   python3 - "$out/$mode.db" "$out/skid" "$mode" "$n" <<'PY'
@@ -57,6 +59,21 @@ if mode in ("steady", "branch"):
         landing = sum(by[k] for k in ("skid_branch_11", "skid_branch_12", "skid_branch_13", "skid_branch_14"))
         print(f"samples on the two targets and one past each: {landing} = "
               f"{landing * cps / (n / 2):.1f} cycles per mispredict (n/2 mispredicts)")
+if mode in ("spread", "spreadchain"):
+    hz, period_ns = c.execute("select r.sampled_core_hz, e.period from runs r join events e on e.run_id = r.id").fetchone()
+    cps = hz * period_ns * 1e-9
+    n = int(sys.argv[4])
+    by = {syms[a]: counts.get(a, 0) for a in syms}
+    p = f"skid_{mode}_"
+    print(f"cycles per iteration: {total * cps / n:.2f} ({cps:.0f} cycles a sample)")
+    print()
+    print("| past the target | samples (both paths) | cycles per mispredict (n/2) |")
+    print("| --- | --- | --- |")
+    for k in range(8):
+        s = by.get(f"{p}f{k}", 0) + by.get(f"{p}t{k}", 0)
+        print(f"| +{k} | {s} | {s * cps / (n / 2):.2f} |")
+    rest = total - sum(by.get(f"{p}f{k}", 0) + by.get(f"{p}t{k}", 0) for k in range(8))
+    print(f"| elsewhere in the loop | {rest} | {rest * cps / (n / 2):.2f} |")
 print()
 PY
 done | tee "${1:-$out/results.md}"

@@ -6,6 +6,11 @@
  *   branch - a branch on a random bit (xorshift), mispredicted about every
  *            other iteration: where a mispredict's refill lands
  *   steady - the same loop, the branch on a bit that never changes
+ *   spread - the same random branch, each path eight independent adds
+ *            (four registers): how far past the target a refill's samples
+ *            spread
+ *   spreadchain - each path eight dependent adds (one register): the
+ *            same with a chain that runs exposed after the refill
  * Each loop's instructions are labelled skid_<mode>_<k> so their addresses
  * can be found with nm. Iterations from argv[2]. */
 #include <stdio.h>
@@ -102,6 +107,55 @@ static void branch_loop(long n, int random)
     printf("%lu %ld %ld\n", x, c, d);
 }
 
+/* The random branch of branch_loop with longer paths: eight adds on each,
+ * on four registers (independent, labels skid_spread_*) or on one (a
+ * chain, skid_spreadchain_*), then a join. Label suffixes: 00-10 the
+ * xorshift step and the branch, f0-f8 the fall-through path and its jump,
+ * t0-t7 the taken path, j0-j1 the join. */
+#define SPREAD_PATH(P, p, r1, r2, r3, r4)                              \
+    ".globl " P #p "0\n " P #p "0: add $1, %[" r1 "]\n"                 \
+    ".globl " P #p "1\n " P #p "1: add $1, %[" r2 "]\n"                 \
+    ".globl " P #p "2\n " P #p "2: add $1, %[" r3 "]\n"                 \
+    ".globl " P #p "3\n " P #p "3: add $1, %[" r4 "]\n"                 \
+    ".globl " P #p "4\n " P #p "4: add $1, %[" r1 "]\n"                 \
+    ".globl " P #p "5\n " P #p "5: add $1, %[" r2 "]\n"                 \
+    ".globl " P #p "6\n " P #p "6: add $1, %[" r3 "]\n"                 \
+    ".globl " P #p "7\n " P #p "7: add $1, %[" r4 "]\n"
+#define SPREAD_ASM(P, a, b, cc, dd)                                     \
+    ".globl " P "00\n " P "00: mov %[x], %[t]\n"                        \
+    ".globl " P "01\n " P "01: shl $13, %[t]\n"                         \
+    ".globl " P "02\n " P "02: xor %[t], %[x]\n"                        \
+    ".globl " P "03\n " P "03: mov %[x], %[t]\n"                        \
+    ".globl " P "04\n " P "04: shr $7, %[t]\n"                          \
+    ".globl " P "05\n " P "05: xor %[t], %[x]\n"                        \
+    ".globl " P "06\n " P "06: mov %[x], %[t]\n"                        \
+    ".globl " P "07\n " P "07: shl $17, %[t]\n"                         \
+    ".globl " P "08\n " P "08: xor %[t], %[x]\n"                        \
+    ".globl " P "09\n " P "09: test %[m], %[x]\n"                       \
+    ".globl " P "10\n " P "10: jz " P "t0\n"                            \
+    SPREAD_PATH(P, f, a, b, cc, dd)                                     \
+    ".globl " P "f8\n " P "f8: jmp " P "j0\n"                           \
+    SPREAD_PATH(P, t, a, b, cc, dd)                                     \
+    ".globl " P "j0\n " P "j0: dec %[n]\n"                              \
+    ".globl " P "j1\n " P "j1: jnz " P "00\n"
+
+static void spread_loop(long n, int chain)
+{
+    unsigned long x = 88172645463325252UL, t = 0, mask = 1;
+    long c = 0, d = 0, e = 0, f = 0;
+    if (chain)
+        __asm__ volatile(SPREAD_ASM("skid_spreadchain_", "c", "c", "c", "c")
+                         : [x] "+r"(x), [t] "+r"(t), [c] "+r"(c), [d] "+r"(d),
+                           [e] "+r"(e), [f] "+r"(f), [n] "+r"(n)
+                         : [m] "r"(mask));
+    else
+        __asm__ volatile(SPREAD_ASM("skid_spread_", "c", "d", "e", "f")
+                         : [x] "+r"(x), [t] "+r"(t), [c] "+r"(c), [d] "+r"(d),
+                           [e] "+r"(e), [f] "+r"(f), [n] "+r"(n)
+                         : [m] "r"(mask));
+    printf("%lu %ld %ld %ld %ld\n", x, c, d, e, f);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "imul";
@@ -114,6 +168,10 @@ int main(int argc, char **argv)
         branch_loop(n, 1);
     else if (!strcmp(mode, "steady"))
         branch_loop(n, 0);
+    else if (!strcmp(mode, "spread"))
+        spread_loop(n, 0);
+    else if (!strcmp(mode, "spreadchain"))
+        spread_loop(n, 1);
     else
         alu_loop(n);
     return 0;
