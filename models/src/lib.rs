@@ -16,7 +16,8 @@
 //! predicted (best case, as DCPI's). Its accuracy against the hosts is in
 //! BENCHMARKS.md: Zen 3 3.1 % MAPE / Kendall's τ 0.908 on 276 blocks of
 //! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 2.9 % / 0.915 (llvm-mca
-//! 26.7 % / 0.716) — 8.2 % / 0.843 and 6.6 % / 0.865 on blocks with indexed
+//! 26.7 % / 0.716; measured again in session 23, 274 blocks: 2.5 % /
+//! 0.913, llvm-mca 28.0 % / 0.720) — 8.2 % / 0.843 and 6.6 % / 0.865 on blocks with indexed
 //! addressing —, Golden Cove (Sapphire Rapids, 254 blocks) 4.9 % / 0.898
 //! (llvm-mca 65.5 % / 0.459; Emerald Rapids' set 5.4 % / 0.897), short of
 //! τ 0.9 there: Intel binds µops to ports at rename, which the model can
