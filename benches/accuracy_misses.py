@@ -2,12 +2,16 @@
 """Where `dcpi accuracy` loses its samples: for one workload's profile, the
 blocks whose instructions' estimates miss the callgrind count by more than
 ±10 %, weighted by the samples that landed on them (the measure `dcpi
-accuracy` reports, unscaled), largest first.
+accuracy` reports, unscaled), largest first. With --log, every block
+ranked instead by its share of the workload's mean |ln(estimate/true)|
+(samples × |ln e|, capped at ln 4 as `dcpi accuracy` does), with its
+confidence: where the smooth measure loses most.
 
-Usage: benches/accuracy_misses.py NAME [--set HOST] [--top N] [DCPI]
+Usage: benches/accuracy_misses.py NAME [--set HOST] [--top N] [--log] [DCPI]
 (NAME: kernels, btree, hashtab, codec or msort; --set as for
 accuracy_table.py: datasets/analyzer/HOST/NAME.db)."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -19,9 +23,11 @@ args = sys.argv[1:]
 if not args or args[0].startswith("-"):
     sys.exit(__doc__)
 name, args = args[0], args[1:]
-host, top = "", 15
+host, top, by_log = "", 15, False
 while args and args[0].startswith("--"):
-    if args[0] == "--set":
+    if args[0] == "--log":
+        by_log, args = True, args[1:]
+    elif args[0] == "--set":
         host, args = args[1], args[2:]
     elif args[0] == "--top":
         top, args = int(args[1]), args[2:]
@@ -45,6 +51,8 @@ runs = profile_runs(db, image)
 truth = truth_counts(os.path.join(data, f"{name}.callgrind"), image)
 total, missed = 0.0, defaultdict(float)
 errors = defaultdict(list)
+log_loss, confidence = defaultdict(float), {}
+CAP = 2 * math.log(2)
 for f in report["functions"]:
     ev = f.get("time_event") or "cpu-clock"
     for i in f["instructions"]:
@@ -54,10 +62,22 @@ for f in report["functions"]:
         t = truth.get(int(i["addr"], 16), 0) * runs
         e = i["freq"] or 0.0
         total += s
+        key = (f["function"], i["block"])
+        if t > 0 and e > 0:
+            log_loss[key] += s * min(abs(math.log(e / t)), CAP)
+        elif t > 0 or e > 0:
+            log_loss[key] += s * CAP
+        confidence[key] = i["confidence"]
+        errors.setdefault(key, []).append((e - t) / t * 100 if t else float("inf"))
         if not (t > 0 and abs(e - t) <= 0.1 * t):
-            key = (f["function"], i["block"])
             missed[key] += s
-            errors[key].append((e - t) / t * 100 if t else float("inf"))
+if by_log:
+    print(f"{name}{' (' + host + ')' if host else ''}: {total:.0f} samples, mean |ln e| "
+          f"{sum(log_loss.values()) / max(total, 1):.3f} (callgrind x {runs})")
+    for (fn, b), loss in sorted(log_loss.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {loss / max(total, 1):.4f}  {fn} block {b}  ({errors[(fn, b)][0]:+.0f} %, "
+              f"{confidence[(fn, b)]})")
+    sys.exit(0)
 print(f"{name}{' (' + host + ')' if host else ''}: {total:.0f} samples, "
       f"{100 * sum(missed.values()) / max(total, 1):.1f} % on estimates off by more than 10 % "
       f"(callgrind x {runs})")
