@@ -191,6 +191,11 @@ fn cpi_json_has_the_documented_fields() {
     // gcc vectorizes the k loop 4 ints at a time: 8000 x 64 x 64 x 16 =
     // 524,288,000 executions (callgrind); within a factor 1.6 unscaled.
     assert!(f > 524_288_000.0 / 1.6 && f < 524_288_000.0 * 1.6, "{f}");
+    // Every block below high confidence says why; a high one says nothing.
+    for b in v["blocks"].as_array().unwrap() {
+        let why = b.get("confidence_why").and_then(|w| w.as_str());
+        assert_eq!(why.is_none(), b["confidence"] == "high", "{b}");
+    }
 }
 
 fn accuracy(name: &str) -> Value {

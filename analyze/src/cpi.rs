@@ -92,6 +92,9 @@ pub struct BlockRow {
     /// See [`InsnRow::freq_upper_bound`].
     pub freq_upper_bound: bool,
     pub confidence: Confidence,
+    /// Below high confidence: why, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence_why: Option<&'static str>,
     pub class: usize,
     /// Loops the block is in (indices into the function's loops), innermost last.
     pub loops: Vec<usize>,
@@ -878,7 +881,9 @@ impl<'a> FunctionAnalysis<'a> {
         self.add_loop_totals(&mut p, first);
         let (freq, spread) = crate::frequency::solve_alone(&p);
         let u = self.unstable(&freq, &ch);
-        p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
+        for (b, _) in u.iter().enumerate().filter(|(_, u)| **u) {
+            p.guess(b, crate::frequency::Guess::Unstable);
+        }
         crate::frequency::debug_dump(&self.code.function.name, &p, &freq);
         Some(crate::frequency::finish(p, freq, &spread))
     }
@@ -995,7 +1000,9 @@ impl<'a> FunctionAnalysis<'a> {
         let mut p = prepare(&self.code.cfg, &self.observe(&ch), c);
         self.add_loop_totals(&mut p, freq);
         let u = self.unstable(freq, &ch);
-        p.guessed.iter_mut().zip(u).for_each(|(a, b)| *a |= b);
+        for (b, _) in u.iter().enumerate().filter(|(_, u)| **u) {
+            p.guess(b, crate::frequency::Guess::Unstable);
+        }
         Some(p)
     }
 
@@ -1119,6 +1126,10 @@ impl<'a> FunctionAnalysis<'a> {
                     freq: f,
                     freq_upper_bound: freqs.as_ref().is_some_and(|f| f.upper_bound[b]),
                     confidence: freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[b]),
+                    confidence_why: match &freqs {
+                        Some(f) => f.why[b],
+                        None => Some("no time samples or no core clock: no estimate"),
+                    },
                     class: cfg.class_of[b],
                     loops: cfg.loops_of[b].clone(),
                     loop_header: header_of[b],

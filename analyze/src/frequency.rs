@@ -79,6 +79,41 @@ impl Confidence {
     }
 }
 
+/// Why a block's frequency rests on a guess (and its confidence is low).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guess {
+    /// Its clean samples are a share of a successor's first samples,
+    /// split by the frequencies being estimated.
+    SplitShare,
+    /// Its class's estimate rests only on blocks entered after a branch
+    /// that may mispredict ([`ClassEstimate::after_unsure`]).
+    AfterMispredict,
+    /// No block of its loop has an estimate of its own.
+    LoopUnobserved,
+    /// Its loop's trip count comes from the loop's samples as a whole, net
+    /// of a refill per entry ([`crate::loop_totals`]).
+    LoopTotal,
+    /// It moved by more than half between the pass on raw samples and the
+    /// pass on samples split by that first answer.
+    Unstable,
+}
+
+impl Guess {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guess::SplitShare => "its samples are a share of a successor's, split by the estimates",
+            Guess::AfterMispredict => {
+                "its samples follow a branch that may mispredict (the refill's aftermath)"
+            }
+            Guess::LoopUnobserved => "no block of its loop has an estimate of its own",
+            Guess::LoopTotal => {
+                "its loop's trip count is from the loop's samples less a refill per entry"
+            }
+            Guess::Unstable => "it moved by more than half between the two passes",
+        }
+    }
+}
+
 /// What a block offers the estimator.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BlockObservation {
@@ -153,6 +188,8 @@ pub struct Frequencies {
     /// Per block: its frequency is only a bound from above (its class's
     /// estimate was, and conservation left it there).
     pub upper_bound: Vec<bool>,
+    /// Per block below high confidence: why, in words.
+    pub why: Vec<Option<&'static str>>,
     pub classes: Vec<ClassEstimate>,
 }
 
@@ -322,8 +359,9 @@ pub struct Prepared {
     /// the pass on raw samples and the pass on samples split by that first
     /// answer (an estimate feeding itself), or its class's estimate rests
     /// only on blocks entered after a branch that may mispredict
-    /// ([`ClassEstimate::after_unsure`]): never above low confidence.
-    pub guessed: Vec<bool>,
+    /// ([`ClassEstimate::after_unsure`]), or its loop's total was ([`Guess`]):
+    /// never above low confidence.
+    pub guessed: Vec<Option<Guess>>,
 }
 
 impl Prepared {
@@ -337,7 +375,12 @@ impl Prepared {
     /// confidence.
     pub fn set_estimate(&mut self, b: usize, estimate: (f64, f64)) {
         self.problem.estimates[b] = Some(estimate);
-        self.guessed[b] = true;
+        self.guessed[b] = Some(Guess::LoopTotal);
+    }
+
+    /// Marks block `b` a guess for `why`, unless it already is one.
+    pub fn guess(&mut self, b: usize, why: Guess) {
+        self.guessed[b].get_or_insert(why);
     }
 }
 
@@ -424,17 +467,20 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     // count decided by its neighbours and the ridge, not observed: its
     // blocks are guesses however narrow the posterior (an arc clamped to
     // zero counts there as known).
-    let mut guessed: Vec<bool> = obs.iter().map(|o| o.guessed).collect();
+    let mut guessed: Vec<Option<Guess>> = obs
+        .iter()
+        .map(|o| o.guessed.then_some(Guess::SplitShare))
+        .collect();
     for e in classes.iter().filter(|e| e.after_unsure) {
         for &b in &cfg.classes[e.class] {
-            guessed[b] = true;
+            guessed[b].get_or_insert(Guess::AfterMispredict);
         }
     }
     let observed = |b: usize| problem.estimates[b].is_some() && !bounded[b];
     for l in &cfg.loops {
         if !l.body.iter().any(|&b| observed(b)) {
             for &b in &l.body {
-                guessed[b] = true;
+                guessed[b].get_or_insert(Guess::LoopUnobserved);
             }
         }
     }
@@ -467,7 +513,11 @@ pub fn debug_dump(function: &str, p: &Prepared, freq: &[f64]) {
             f(p.problem.ranges.get(b).copied().flatten()),
             f(p.problem.floors.get(b).copied().flatten().map(|x| x.0)),
             if p.bounded[b] { "  upper bound" } else { "" },
-            if p.guessed[b] { "  guessed" } else { "" },
+            if p.guessed[b].is_some() {
+                "  guessed"
+            } else {
+                ""
+            },
             f(freq.get(b).copied()),
         );
     }
@@ -497,6 +547,7 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             }
         }
     }
+    let mut why: Vec<Option<&'static str>> = guessed.iter().map(|g| g.map(Guess::as_str)).collect();
     // A block whose solved frequency strays far from its own class estimate
     // loses confidence: conservation disagreed with its samples.
     for b in 0..n {
@@ -508,12 +559,28 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             if off > est.max(sd) {
                 confidence[b] = Confidence::Low;
             }
+            if off > 3.0 * sd || off > est.max(sd) {
+                why[b].get_or_insert("flow conservation disagrees with its own samples");
+            }
         }
     }
     for (c, u) in confidence.iter_mut().zip(&guessed) {
-        if *u {
+        if u.is_some() {
             *c = Confidence::Low;
         }
+    }
+    for b in 0..n {
+        if confidence[b] == Confidence::High {
+            why[b] = None;
+            continue;
+        }
+        why[b].get_or_insert(if bounded[b] {
+            "its samples may all be load stalls: an upper bound"
+        } else if estimates[b].is_none() {
+            "no estimate of its own: from the flow around it"
+        } else {
+            "few samples, or a best case the model is less sure of"
+        });
     }
     // A bound stays a bound where conservation kept the block near it.
     let upper_bound = (0..n)
@@ -523,6 +590,7 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
         freq,
         confidence,
         upper_bound,
+        why,
         classes,
     }
 }

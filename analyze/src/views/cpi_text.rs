@@ -168,6 +168,8 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         }
         if b.freq_upper_bound {
             tags.push("frequency an upper bound (all samples may be load stalls)".into());
+        } else if let Some(why) = b.confidence_why {
+            tags.push(format!("{}: {why}", b.confidence.as_str()));
         }
         if let Some(e) = &b.exit {
             tags.push(format!("{e:?}").to_lowercase());
