@@ -1062,6 +1062,29 @@ mod tests {
     }
 
     #[test]
+    fn an_unsampled_arm_gives_way_to_the_seen_one() {
+        // 0 -> {1, 2} -> 3, neither arm estimated, arm 2 never sampled:
+        // the split goes to arm 1 instead of half and half.
+        let p = FlowProblem {
+            blocks: 4,
+            edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
+            entries: vec![0],
+            exits: vec![3],
+            estimates: vec![Some((100.0, 10.0)), None, None, Some((100.0, 10.0))],
+            ranges: vec![],
+            floors: vec![],
+            unsampled: vec![false, false, true, false],
+        };
+        let f = solve(&p).unwrap();
+        assert!(f[1] > 95.0 && f[2] < 5.0, "{f:?}");
+        // An estimate on the arm wins over the lean.
+        let mut q = p.clone();
+        q.estimates[2] = Some((40.0, 4.0));
+        let f = solve(&q).unwrap();
+        assert!((f[2] - 40.0).abs() < 2.0, "{f:?}");
+    }
+
+    #[test]
     fn loop_with_conflicting_estimates_is_weighted() {
         // entry 0 -> loop head 1 <-> body 2, exit from 1 to 3.
         let p = FlowProblem {

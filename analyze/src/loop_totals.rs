@@ -122,6 +122,22 @@ mod tests {
     }
 
     #[test]
+    fn the_fixed_point_is_reached_from_above() {
+        // btree's find_index on Golden Cove: 101.7 M trips of 1 cycle and
+        // 19.6 M entries; refills are most of the loop's cycles and its
+        // header's first samples count only if the back edge gets its
+        // share. From below the fixed point stopped at F = entries.
+        let s = LoopSamples {
+            inside: 1577.0,
+            on_header: 683.0,
+            on_exits: 589.0,
+        };
+        let entries = 18.7e6;
+        let (f, _) = header_frequency(s, entries, 1.0, 148.3e3, 17.0).unwrap();
+        assert!(f > 3.0 * entries && f < 120e6, "{f}");
+    }
+
+    #[test]
     fn nothing_when_the_refills_take_it_all() {
         let s = LoopSamples {
             inside: 15500.0,
