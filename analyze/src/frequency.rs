@@ -287,7 +287,6 @@ pub fn estimate_class(
         // An upper bound more than an estimate.
         rel = rel.max(1.0);
     }
-
     Some(ClassEstimate {
         class,
         freq: s * cycles_per_sample / c,
@@ -353,14 +352,8 @@ pub struct Prepared {
     classes: Vec<ClassEstimate>,
     confidence: Vec<Confidence>,
     bounded: Vec<bool>,
-    /// Per block: its frequency rests on a guess — all its clean samples
-    /// are a share of a successor's first samples split by the
-    /// frequencies being estimated, or it moved by more than half between
-    /// the pass on raw samples and the pass on samples split by that first
-    /// answer (an estimate feeding itself), or its class's estimate rests
-    /// only on blocks entered after a branch that may mispredict
-    /// ([`ClassEstimate::after_unsure`]), or its loop's total was ([`Guess`]):
-    /// never above low confidence.
+    /// Per block: why its frequency rests on a guess ([`Guess`]), if it
+    /// does: never above low confidence.
     pub guessed: Vec<Option<Guess>>,
 }
 
