@@ -56,7 +56,8 @@ for name in NAMES:
         share = 100 * d["confident_share"]
         print(row("", f"dcpi, medium+ ({share:.0f} % of samples)", d["dcpi_confident"]))
     print(row("", "naive", naive))
-    for e, share in d.get("by_confidence", []):
+    for e in d.get("by_confidence", []):
+        share = e["share"]
         lv = levels.setdefault(e["estimator"], [0.0, 0.0, 0.0])
         lv[0] += share / len(NAMES)
         lv[1] += share * e["within"][1] / len(NAMES)

@@ -47,9 +47,18 @@ pub struct Accuracy {
     /// The same for dcpi, over medium-or-better instructions only.
     pub dcpi_confident: Option<EstimatorAccuracy>,
     /// The same for dcpi per confidence level (high, medium, low, those
-    /// with samples), with each level's share of the samples: whether the
-    /// levels mean what they say.
-    pub by_confidence: Vec<(EstimatorAccuracy, f64)>,
+    /// with samples): whether the levels mean what they say.
+    pub by_confidence: Vec<LevelAccuracy>,
+}
+
+/// dcpi's accuracy over the instructions at one confidence level.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelAccuracy {
+    pub confidence: Confidence,
+    /// The level's share of the samples.
+    pub share: f64,
+    #[serde(flatten)]
+    pub accuracy: EstimatorAccuracy,
 }
 
 struct Point {
@@ -165,15 +174,15 @@ pub fn compare(reports: &[CpiReport], truth: &BTreeMap<u64, u64>) -> Accuracy {
         dcpi_confident: (!dcpi_conf.is_empty()).then(|| score("dcpi (medium+)", &dcpi_conf)),
         by_confidence: [Confidence::High, Confidence::Medium, Confidence::Low]
             .into_iter()
-            .map(|c| &levels[c as usize])
-            .zip(["dcpi (high)", "dcpi (medium)", "dcpi (low)"])
-            .filter(|(pts, _)| !pts.is_empty())
-            .map(|(pts, name)| {
+            .filter(|&c| !levels[c as usize].is_empty())
+            .map(|c| {
+                let pts = &levels[c as usize];
                 let w: f64 = pts.iter().map(|p| p.weight).sum();
-                (
-                    score(name, pts),
-                    if samples > 0.0 { w / samples } else { 0.0 },
-                )
+                LevelAccuracy {
+                    confidence: c,
+                    share: if samples > 0.0 { w / samples } else { 0.0 },
+                    accuracy: score(&format!("dcpi ({})", c.as_str()), pts),
+                }
             })
             .collect(),
     }
@@ -210,7 +219,8 @@ pub fn render(a: &Accuracy, image: &str) -> String {
             e.mean_log_error
         );
     }
-    for (e, share) in &a.by_confidence {
+    for level in &a.by_confidence {
+        let (e, share) = (&level.accuracy, level.share);
         let _ = writeln!(
             out,
             "{:<16} {:>7.0}%   {:>6.1} {:>6.1} {:>6.1}   {:>6} {:>6} {:>6}   {:>7.3}",
