@@ -96,6 +96,10 @@ pub enum Guess {
     /// It moved by more than half between the pass on raw samples and the
     /// pass on samples split by that first answer.
     Unstable,
+    /// Most of the samples of the blocks its class's estimate rests on
+    /// were set aside (refetch suspects, a caller's): the estimate stands
+    /// on the rest.
+    MostlySetAside,
 }
 
 impl Guess {
@@ -110,6 +114,9 @@ impl Guess {
                 "its loop's trip count is from the loop's samples less a refill per entry"
             }
             Guess::Unstable => "it moved by more than half between the two passes",
+            Guess::MostlySetAside => {
+                "most of its samples were set aside as a refill's or a caller's: the estimate rests on the rest"
+            }
         }
     }
 }
@@ -178,6 +185,9 @@ pub struct ClassEstimate {
     /// its inner loop's exit: 5.8 cycles a run where the best case is
     /// 1.24, +356 % at "high"). Its blocks are never above low confidence.
     pub after_unsure: bool,
+    /// More than twice its samples were set aside in the blocks it rests
+    /// on ([`Guess::MostlySetAside`]).
+    pub mostly_set_aside: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -244,6 +254,7 @@ pub fn estimate_class(
             freq_high: None,
             floor: false,
             after_unsure: false,
+            mostly_set_aside: false,
         });
     }
     // Suspects only count when the class has nothing better.
@@ -275,6 +286,8 @@ pub fn estimate_class(
     }
     let straight = cluster.iter().all(|&b| obs[b].straight);
     let after_unsure = cluster.iter().all(|&b| obs[b].after_unsure);
+    let set_aside: f64 = cluster.iter().map(|&b| obs[b].excluded).sum();
+    let mostly_set_aside = set_aside > 2.0 * s;
     let c_low: f64 = cluster.iter().map(|&b| obs[b].best_cycles_low).sum();
     let freq_high = (straight && c_low > 0.0 && c_low < c).then(|| s * cycles_per_sample / c_low);
     let model_error = if straight {
@@ -299,6 +312,7 @@ pub fn estimate_class(
         freq_high,
         floor: false,
         after_unsure,
+        mostly_set_aside,
     })
 }
 
@@ -341,6 +355,7 @@ fn refetch_floor(
         freq_high: None,
         floor: true,
         after_unsure: false,
+        mostly_set_aside: false,
     })
 }
 
@@ -467,6 +482,11 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     for e in classes.iter().filter(|e| e.after_unsure) {
         for &b in &cfg.classes[e.class] {
             guessed[b].get_or_insert(Guess::AfterMispredict);
+        }
+    }
+    for e in classes.iter().filter(|e| e.mostly_set_aside) {
+        for &b in &cfg.classes[e.class] {
+            guessed[b].get_or_insert(Guess::MostlySetAside);
         }
     }
     let observed = |b: usize| problem.estimates[b].is_some() && !bounded[b];
@@ -680,6 +700,15 @@ mod tests {
         // One block of the cluster entered otherwise is enough.
         let e = estimate_class(0, &[0, 1], &[after, obs(400.0, 1.0)], 2.0).unwrap();
         assert!(!e.after_unsure);
+    }
+
+    #[test]
+    fn an_estimate_on_what_is_left_after_most_was_set_aside_says_so() {
+        let mut o = obs(100.0, 1.0);
+        o.excluded = 250.0;
+        assert!(estimate_class(0, &[0], &[o], 2.0).unwrap().mostly_set_aside);
+        o.excluded = 150.0;
+        assert!(!estimate_class(0, &[0], &[o], 2.0).unwrap().mostly_set_aside);
     }
 
     #[test]
