@@ -1012,49 +1012,43 @@ mod tests {
         (a - b).abs() <= 1e-3 * b.abs().max(1.0)
     }
 
-    #[test]
-    fn diamond_takes_the_missing_arm_from_conservation() {
-        // 0 -> {1, 2} -> 3; block 2 has no estimate.
-        let p = FlowProblem {
+    /// 0 -> {1, 2} -> 3, entered at 0 and left at 3, 100 ± 10 at both
+    /// ends, the arms' estimates as given.
+    fn diamond(arms: [Option<(f64, f64)>; 2]) -> FlowProblem {
+        FlowProblem {
             blocks: 4,
             edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
             entries: vec![0],
             exits: vec![3],
-            estimates: vec![
-                Some((100.0, 10.0)),
-                Some((30.0, 3.0)),
-                None,
-                Some((100.0, 10.0)),
-            ],
+            estimates: vec![Some((100.0, 10.0)), arms[0], arms[1], Some((100.0, 10.0))],
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-        };
-        let f = solve(&p).unwrap();
+        }
+    }
+
+    #[test]
+    fn diamond_takes_the_missing_arm_from_conservation() {
+        // Block 2 has no estimate.
+        let f = solve(&diamond([Some((30.0, 3.0)), None])).unwrap();
         assert!(close(f[2], 70.0), "{f:?}");
         assert!(close(f[0], 100.0) && close(f[3], 100.0), "{f:?}");
     }
 
     #[test]
     fn a_floor_counts_only_below_it() {
-        // 0 -> {1, 2} -> 3, neither arm estimated: the ridge splits 50/50.
-        let diamond = |floor: (f64, f64)| FlowProblem {
-            blocks: 4,
-            edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
-            entries: vec![0],
-            exits: vec![3],
-            estimates: vec![Some((100.0, 10.0)), None, None, Some((100.0, 10.0))],
-            ranges: vec![],
+        // Neither arm estimated: the ridge splits 50/50.
+        let floored = |floor: (f64, f64)| FlowProblem {
             floors: vec![None, None, Some(floor), None],
-            unsampled: vec![],
+            ..diamond([None, None])
         };
-        let f = solve(&diamond((80.0, 8.0))).unwrap();
+        let f = solve(&floored((80.0, 8.0))).unwrap();
         assert!(
             (f[2] - 80.0).abs() < 2.0 && (f[1] - 20.0).abs() < 2.0,
             "{f:?}"
         );
         // A floor the solution is above already changes nothing.
-        let f = solve(&diamond((20.0, 5.0))).unwrap();
+        let f = solve(&floored((20.0, 5.0))).unwrap();
         assert!(
             (f[2] - 50.0).abs() < 1.0 && (f[1] - 50.0).abs() < 1.0,
             "{f:?}"
@@ -1063,17 +1057,11 @@ mod tests {
 
     #[test]
     fn an_unsampled_arm_gives_way_to_the_seen_one() {
-        // 0 -> {1, 2} -> 3, neither arm estimated, arm 2 never sampled:
-        // the split goes to arm 1 instead of half and half.
+        // Neither arm estimated, arm 2 never sampled: the split goes to
+        // arm 1 instead of half and half.
         let p = FlowProblem {
-            blocks: 4,
-            edges: vec![(0, 1), (0, 2), (1, 3), (2, 3)],
-            entries: vec![0],
-            exits: vec![3],
-            estimates: vec![Some((100.0, 10.0)), None, None, Some((100.0, 10.0))],
-            ranges: vec![],
-            floors: vec![],
             unsampled: vec![false, false, true, false],
+            ..diamond([None, None])
         };
         let f = solve(&p).unwrap();
         assert!(f[1] > 95.0 && f[2] < 5.0, "{f:?}");
