@@ -4,9 +4,9 @@
 # for the branch loop also its cycles per iteration with a random and a
 # constant bit, and the cycles per mispredict the samples on the branch's
 # targets (and one past each) stand for; for the spread loops (the random
-# branch with eight adds on each path, independent or one chain) the
-# samples at each distance past the target.
-# Usage: datasets/skid/run.sh [OUT.md]
+# branch with eight adds on each path, independent or one chain, or a store
+# second) the samples at each distance past the target.
+# Usage: [DCPI_SKID_MODES="spread spreadstore"] datasets/skid/run.sh [OUT.md]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -14,7 +14,7 @@ out="$root/target/skid"
 mkdir -p "$out"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml"
 gcc -O1 -no-pie -o "$out/skid" "$here/skid.c"
-for mode in imul chase alu steady branch spread spreadchain; do
+for mode in ${DCPI_SKID_MODES:-imul chase alu steady branch spread spreadchain spreadstore}; do
   case $mode in imul) n=400000000 ;; chase) n=20000000 ;; alu) n=1000000000 ;; *) n=400000000 ;; esac
   rm -f "$out/$mode.db"*
   "$root/target/release/dcpi" collect -q -F 10000 -o "$out/$mode.db" -- "$out/skid" $mode $n >/dev/null
@@ -59,7 +59,7 @@ if mode in ("steady", "branch"):
         landing = sum(by[k] for k in ("skid_branch_11", "skid_branch_12", "skid_branch_13", "skid_branch_14"))
         print(f"samples on the two targets and one past each: {landing} = "
               f"{landing * cps / (n / 2):.1f} cycles per mispredict (n/2 mispredicts)")
-if mode in ("spread", "spreadchain"):
+if mode in ("spread", "spreadchain", "spreadstore"):
     hz, period_ns = c.execute("select r.sampled_core_hz, e.period from runs r join events e on e.run_id = r.id").fetchone()
     cps = hz * period_ns * 1e-9
     n = int(sys.argv[4])

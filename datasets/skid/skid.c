@@ -11,6 +11,8 @@
  *            spread
  *   spreadchain - each path eight dependent adds (one register): the
  *            same with a chain that runs exposed after the refill
+ *   spreadstore - each path an add, a store, six adds: how long a store
+ *            just after the target holds the refilled pipeline
  * Each loop's instructions are labelled skid_<mode>_<k> so their addresses
  * can be found with nm. Iterations from argv[2]. */
 #include <stdio.h>
@@ -139,6 +141,49 @@ static void branch_loop(long n, int random)
     ".globl " P "j0\n " P "j0: dec %[n]\n"                              \
     ".globl " P "j1\n " P "j1: jnz " P "00\n"
 
+/* spread with the second instruction of each path a store (as msort's
+ * merge arms: add, store, ...): labels skid_spreadstore_*. */
+#define STORE_PATH(P, p)                                                \
+    ".globl " P #p "0\n " P #p "0: add $1, %[c]\n"                    \
+    ".globl " P #p "1\n " P #p "1: mov %[c], (%[b])\n"                \
+    ".globl " P #p "2\n " P #p "2: add $1, %[d]\n"                    \
+    ".globl " P #p "3\n " P #p "3: add $1, %[e]\n"                    \
+    ".globl " P #p "4\n " P #p "4: add $1, %[f]\n"                    \
+    ".globl " P #p "5\n " P #p "5: add $1, %[c]\n"                    \
+    ".globl " P #p "6\n " P #p "6: add $1, %[d]\n"                    \
+    ".globl " P #p "7\n " P #p "7: add $1, %[e]\n"
+#define STORE_ASM(P)                                                    \
+    ".globl " P "00\n " P "00: mov %[x], %[t]\n"                      \
+    ".globl " P "01\n " P "01: shl $13, %[t]\n"                       \
+    ".globl " P "02\n " P "02: xor %[t], %[x]\n"                      \
+    ".globl " P "03\n " P "03: mov %[x], %[t]\n"                      \
+    ".globl " P "04\n " P "04: shr $7, %[t]\n"                        \
+    ".globl " P "05\n " P "05: xor %[t], %[x]\n"                      \
+    ".globl " P "06\n " P "06: mov %[x], %[t]\n"                      \
+    ".globl " P "07\n " P "07: shl $17, %[t]\n"                       \
+    ".globl " P "08\n " P "08: xor %[t], %[x]\n"                      \
+    ".globl " P "09\n " P "09: test %[m], %[x]\n"                     \
+    ".globl " P "10\n " P "10: jz " P "t0\n"                          \
+    STORE_PATH(P, f)                                                    \
+    ".globl " P "f8\n " P "f8: jmp " P "j0\n"                         \
+    STORE_PATH(P, t)                                                    \
+    ".globl " P "j0\n " P "j0: dec %[n]\n"                            \
+    ".globl " P "j1\n " P "j1: jnz " P "00\n"
+
+static void spreadstore_loop(long n)
+{
+    unsigned long x = 88172645463325252UL, t = 0, mask = 1;
+    long c = 0, d = 0, e = 0, f = 0;
+    static long buf[8];
+    long *b = buf;
+    __asm__ volatile(STORE_ASM("skid_spreadstore_")
+                     : [x] "+r"(x), [t] "+r"(t), [c] "+r"(c), [d] "+r"(d),
+                       [e] "+r"(e), [f] "+r"(f), [n] "+r"(n)
+                     : [m] "r"(mask), [b] "r"(b)
+                     : "memory");
+    printf("%lu %ld %ld %ld %ld %ld\n", x, c, d, e, f, buf[0]);
+}
+
 static void spread_loop(long n, int chain)
 {
     unsigned long x = 88172645463325252UL, t = 0, mask = 1;
@@ -172,6 +217,8 @@ int main(int argc, char **argv)
         spread_loop(n, 0);
     else if (!strcmp(mode, "spreadchain"))
         spread_loop(n, 1);
+    else if (!strcmp(mode, "spreadstore"))
+        spreadstore_loop(n);
     else
         alu_loop(n);
     return 0;
