@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Mean |ln(estimate/true)| of `dcpi accuracy` over every recorded set at
+once: one row per workload, one column per set (the Golden Cove recordings
+in datasets/analyzer, then each host directory under it), each set's mean,
+and the mean over all of them.
+
+Recordings of the same binary on the same host differ more than most
+analyzer changes do (Zen 4, session 24: btree 0.17-0.65 over four
+recordings, kernels 0.22-0.42), so a change is judged on the mean over all
+sets, never one set's figure. `--shares` also prints each cell's unscaled
+and scaled ±10 % shares.
+
+Usage: benches/accuracy_sets.py [--sets S1,S2,...] [--shares] [DCPI]
+       (default: every set, target/release/dcpi; "." names the top set)
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "datasets/analyzer")
+NAMES = ["kernels", "btree", "hashtab", "codec", "msort"]
+
+
+def all_sets():
+    subdirs = sorted(
+        d for d in os.listdir(DATA)
+        if os.path.isdir(os.path.join(DATA, d))
+        and all(os.path.exists(os.path.join(DATA, d, f"{n}.db")) for n in NAMES)
+    )
+    return ["."] + subdirs
+
+
+def measure(dcpi, s, name):
+    out = subprocess.run(
+        [dcpi, "accuracy", "--db", os.path.join(DATA, s, f"{name}.db"),
+         "--callgrind", os.path.join(DATA, f"{name}.callgrind"), "--symfs", DATA,
+         "--image", name, "--format", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    e = next(e for e in json.loads(out)["estimators"] if e["estimator"] == "dcpi")
+    return e["mean_log_error"], e["within"][1], e["within_scaled"][1]
+
+
+def main():
+    args = sys.argv[1:]
+    sets, shares = None, False
+    while args and args[0].startswith("--"):
+        if args[0] == "--sets":
+            sets, args = args[1].split(","), args[2:]
+        elif args[0] == "--shares":
+            shares, args = True, args[1:]
+        else:
+            sys.exit(__doc__)
+    sets = sets or all_sets()
+    dcpi = args[0] if args else os.path.join(ROOT, "target/release/dcpi")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        jobs = {(s, n): pool.submit(measure, dcpi, s, n) for s in sets for n in NAMES}
+        got = {k: j.result() for k, j in jobs.items()}
+    label = lambda s: "golden-cove" if s == "." else s
+    print("| workload | " + " | ".join(label(s) for s in sets) + " | mean |")
+    print("| --- |" + " --- |" * (len(sets) + 1))
+    for n in NAMES:
+        cells = []
+        for s in sets:
+            lg, un, sc = got[(s, n)]
+            cells.append(f"{lg:.3f}" + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
+        mean = sum(got[(s, n)][0] for s in sets) / len(sets)
+        print(f"| {n} | " + " | ".join(cells) + f" | {mean:.3f} |")
+    per_set = [sum(got[(s, n)][0] for n in NAMES) / len(NAMES) for s in sets]
+    print("| mean | " + " | ".join(f"{m:.3f}" for m in per_set) + f" | **{sum(per_set) / len(per_set):.3f}** |")
+    if shares:
+        un = sum(got[k][1] for k in got) / len(got)
+        sc = sum(got[k][2] for k in got) / len(got)
+        print(f"\nover all cells: unscaled ±10 {100 * un:.1f} %, scaled ±10 {100 * sc:.1f} %")
+
+
+if __name__ == "__main__":
+    main()
