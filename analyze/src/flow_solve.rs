@@ -77,6 +77,18 @@ const RIDGE: f64 = 1e-9;
 /// rounding, not a wrong sign (rows are weighted from 1e-9 to 1e3).
 const NEGLIGIBLE: f64 = 1e-6;
 const REFINEMENTS: usize = 5;
+/// Solves at most per least squares: pinning negative arcs, freeing those
+/// the objective wants back (see [`solve_weighted`]).
+const ACTIVE_SET_ROUNDS: usize = 8;
+/// Arcs times rounds a least squares may spend on its active set (at
+/// least two rounds: one pinning, one after it, as before the active set).
+/// An interpreter's three thousand arcs pin hundreds more each round
+/// without settling; a call tree's hundred settle in a few.
+const ACTIVE_SET_WORK: usize = 6000;
+/// A pinned arc is freed when its gradient is below minus this (rows are
+/// weighted from 1e-9 to 1e3, flows in units of the part's largest
+/// estimate: rounding stays far below it).
+const REACTIVATE: f64 = 1e-6;
 /// Most (blocks × nonzeros of the factor) spent on standard errors.
 const SPREAD_BUDGET: usize = 30_000_000;
 /// Weight (in units of a part's scale, 1/σ²) of the lean of an unknown entry towards zero.
@@ -309,38 +321,53 @@ fn solve_weighted(
         .fold(0.0f64, f64::max)
         .max(1e-12);
     let (arcs, first_entry) = arcs_of(parts);
+    let rows = Rows {
+        weights: &weights,
+        scales: &scales,
+        first_entry: &first_entry,
+        wmax,
+    };
     let mut active = vec![true; arcs.len()];
     let mut result: Vec<Vec<f64>> = Vec::new();
     let mut factored = None;
-    for _round in 0..2 {
-        let (x, f) = solve_once(
-            parts,
-            links,
-            &Rows {
-                weights: &weights,
-                scales: &scales,
-                first_entry: &first_entry,
-                wmax,
-            },
-            &arcs,
-            &active,
-            normal,
-        )?;
+    // Flows are not negative: arcs a solve drives below zero are pinned to
+    // it and the rest solved again; a pinned arc the objective would rather
+    // see flow (its gradient is negative at the solution) is freed again
+    // (an active-set method, after Lawson and Hanson). Pinning alone, as
+    // rounds 0 and 1 once did, could strand a whole call tree at zero:
+    // msort's return path came out negative once the solve had borrowed
+    // flow from main's call sites, and with it pinned, msort's recursion
+    // (entries = twice the recursive block's runs, as many as the block
+    // itself) had zero as its only solution: 7 calls for 48 M.
+    let rounds = (ACTIVE_SET_WORK / arcs.len().max(1)).clamp(2, ACTIVE_SET_ROUNDS);
+    for round in 0..rounds {
+        let (x, f) = solve_once(parts, links, &rows, &arcs, &active, normal)?;
         factored = Some(f);
-        let mut clamped = false;
+        let mut changed = false;
         for (k, v) in x.iter().enumerate() {
             if active[k] && *v < -NEGLIGIBLE {
                 active[k] = false;
-                clamped = true;
+                changed = true;
+            }
+        }
+        if !changed && active.iter().any(|a| !a) && round + 1 < rounds {
+            // Every pinned arc the objective wants back.
+            let g = gradient(parts, links, &rows, &arcs, &x);
+            for k in 0..arcs.len() {
+                if !active[k] && g[k] < -REACTIVATE {
+                    active[k] = true;
+                    changed = true;
+                }
             }
         }
         result = parts.iter().map(|p| vec![0.0; p.blocks]).collect();
+        // A pinned arc solved at zero; one pinned just now was below it.
         for (k, a) in arcs.iter().enumerate() {
-            if let (true, Some(b)) = (active[k], a.to) {
+            if let Some(b) = a.to {
                 result[a.part][b] += x[k].max(0.0) * scales[a.part];
             }
         }
-        if !clamped {
+        if !changed {
             break;
         }
     }
@@ -580,6 +607,54 @@ fn solve_once(
             wmax: r.wmax,
         },
     ))
+}
+
+/// The objective's gradient (up to a factor 2) at arc flows `x`, over
+/// every arc, pinned or not: per arc, Σ over the rows it appears in of
+/// weight × coefficient × residual — the rows of [`solve_once`], with each
+/// pinned arc at zero.
+fn gradient(parts: &[FlowProblem], links: &[Link], r: &Rows, arcs: &[Arc], x: &[f64]) -> Vec<f64> {
+    let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |_| true);
+    let flow = |list: &[usize]| list.iter().map(|&k| x[k]).sum::<f64>();
+    // Per block: its conservation residual and weighted estimate residual.
+    let nb = ins.len();
+    let mut conservation = vec![0.0; nb];
+    let mut estimate = vec![0.0; nb];
+    for (k, p) in parts.iter().enumerate() {
+        for b in 0..p.blocks {
+            let g = base[k] + b;
+            let inflow = flow(&ins[g]);
+            conservation[g] = CONSERVATION * (inflow - flow(&outs[g]));
+            if let Some((est, w)) = r.weights[k][b] {
+                estimate[g] = w / r.wmax * (inflow - est);
+            }
+        }
+    }
+    let mut grad = vec![0.0; arcs.len()];
+    for (k, a) in arcs.iter().enumerate() {
+        if let Some(t) = a.to {
+            grad[k] += conservation[base[a.part] + t] + estimate[base[a.part] + t];
+        }
+        if let Some(f) = a.from {
+            grad[k] -= conservation[base[a.part] + f];
+        }
+    }
+    for l in links {
+        let entry = r.first_entry[l.callee] + l.entry;
+        let mut residual = x[entry];
+        let mut terms: Vec<(usize, f64)> = vec![(entry, 1.0)];
+        for &(part, b, n) in &l.sites {
+            let ratio = n * r.scales[part] / r.scales[l.callee];
+            for &k in &ins[base[part] + b] {
+                residual -= ratio * x[k];
+                terms.push((k, -ratio));
+            }
+        }
+        for (k, c) in terms {
+            grad[k] += CONSERVATION * c * residual;
+        }
+    }
+    grad
 }
 
 /// Which row of the least squares: a block's conservation or its
@@ -1188,6 +1263,116 @@ mod tests {
         parts[1].ranges = vec![Some(2000.0)];
         let f = solve_linked(&parts, &call_from_loop()).unwrap();
         assert!((f[1][0] - 1000.0).abs() < 100.0, "{f:?}");
+    }
+
+    /// msort's shape: `main` (part 0) calls a recursive sort (part 1) from
+    /// b1, a loop nothing estimates (b1 → b1); the sort's b0 tests the
+    /// size, b1 calls itself twice, b2 returns. Its entries are main's
+    /// calls and twice b1's runs.
+    fn recursion(
+        main_runs: (f64, f64),
+        sort: [Option<(f64, f64)>; 3],
+    ) -> (Vec<FlowProblem>, Vec<Link>) {
+        let part = |blocks, edges, exits: Vec<usize>, estimates| FlowProblem {
+            blocks,
+            edges,
+            entries: vec![0],
+            exits,
+            estimates,
+            ranges: vec![],
+            floors: vec![],
+            unsampled: vec![],
+        };
+        let main = part(
+            2,
+            vec![(0, 1), (1, 1)],
+            vec![1],
+            vec![Some(main_runs), None],
+        );
+        let sort = part(3, vec![(0, 1), (0, 2)], vec![1, 2], sort.to_vec());
+        let links = vec![Link {
+            callee: 1,
+            entry: 0,
+            sites: vec![(1, 1, 2.0), (0, 1, 1.0)],
+        }];
+        (vec![main, sort], links)
+    }
+
+    #[test]
+    fn a_recursion_is_not_stranded_at_zero() {
+        // The sort's estimates (entries 10, recursive block 12) disagree
+        // with its recursion (entries = 2 × 12 + main's calls): the first
+        // solve borrows from main's calls (its loop runs backwards, nothing
+        // says otherwise) and runs the return arm negative too. Pinning both left the recursion only zero (entries
+        // = the recursive block's runs = twice them); the return arm is
+        // freed again and the sort keeps its entries' estimate (the
+        // recursive block's, far above the solution, gives way).
+        let (parts, links) = recursion((0.0, 0.5), [Some((10.0, 1.0)), Some((12.0, 1.0)), None]);
+        let f = solve_linked(&parts, &links).unwrap();
+        assert!((f[1][0] - 10.0).abs() < 0.5, "{f:?}");
+        assert!((f[1][1] - 5.0).abs() < 0.25, "{f:?}");
+        assert!((f[1][2] - 5.0).abs() < 0.25, "{f:?}");
+    }
+
+    #[test]
+    fn the_gradient_is_the_objectives() {
+        // Finite differences of the weighted squares at an arbitrary point.
+        let (parts, links) = recursion(
+            (1.0, 0.5),
+            [Some((10.0, 1.0)), Some((12.0, 2.0)), Some((3.0, 1.0))],
+        );
+        let (arcs, first_entry) = arcs_of(&parts);
+        let weights: Vec<Vec<Option<(f64, f64)>>> = parts
+            .iter()
+            .map(|p| {
+                p.estimates
+                    .iter()
+                    .map(|e| e.map(|(v, sd)| (v, 1.0 / (sd * sd))))
+                    .collect()
+            })
+            .collect();
+        let scales = vec![1.0; parts.len()];
+        let rows = Rows {
+            weights: &weights,
+            scales: &scales,
+            first_entry: &first_entry,
+            wmax: 1.0,
+        };
+        let objective = |x: &[f64]| {
+            let BlockArcs { base, ins, outs } = block_arcs(&parts, &arcs, |_| true);
+            let flow = |l: &[usize]| l.iter().map(|&k| x[k]).sum::<f64>();
+            let mut j = 0.0;
+            for (k, part) in weights.iter().enumerate() {
+                for (b, estimate) in part.iter().enumerate() {
+                    let g = base[k] + b;
+                    j += CONSERVATION * (flow(&ins[g]) - flow(&outs[g])).powi(2);
+                    if let Some((est, w)) = estimate {
+                        j += w * (flow(&ins[g]) - est).powi(2);
+                    }
+                }
+            }
+            for l in &links {
+                let mut r = x[first_entry[l.callee] + l.entry];
+                for &(part, b, n) in &l.sites {
+                    r -= n * flow(&ins[base[part] + b]);
+                }
+                j += CONSERVATION * r * r;
+            }
+            j / 2.0
+        };
+        let x: Vec<f64> = (0..arcs.len()).map(|k| 0.3 + 0.7 * k as f64).collect();
+        let g = gradient(&parts, &links, &rows, &arcs, &x);
+        for k in 0..arcs.len() {
+            let (mut up, mut down) = (x.clone(), x.clone());
+            up[k] += 1e-4;
+            down[k] -= 1e-4;
+            let numeric = (objective(&up) - objective(&down)) / 2e-4;
+            assert!(
+                (numeric - g[k]).abs() <= 1e-4 * numeric.abs().max(1.0),
+                "arc {k}: {numeric} vs {}",
+                g[k]
+            );
+        }
     }
 
     #[test]
