@@ -37,6 +37,7 @@ struct ImageCpiJson {
 }
 
 pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
+    dcpi_analyze::phase_timer::phase("start");
     let profile = a.samples.open()?;
     let filter = a.samples.filter();
     let machine = machine_for(a.cpu.as_deref(), &profile)?;
@@ -48,6 +49,7 @@ pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
             Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
             Format::Text => print!("{}", cpi_text::render(&rep, a.confidence.into())),
         }
+        dcpi_analyze::phase_timer::phase("render and print");
         return Ok(0);
     }
     let rows = profile.images_with_samples(&filter)?;

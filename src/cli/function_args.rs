@@ -66,7 +66,7 @@ impl SampleArgs {
         query: &str,
     ) -> anyhow::Result<(Located, ImageSamples, FunctionCode)> {
         let filter = self.filter();
-        phase("start");
+        phase("open profile, pick machine");
         let found = locate(profile, &filter, query, self.image.as_deref())?;
         phase("locate function (open image)");
         let samples = profile.image_samples(&found.row, &filter)?;
