@@ -303,6 +303,41 @@ fn accuracy_counts_every_run_of_the_command() {
     assert!(scale > 0.6 && scale < 1.6, "{scale}: {v}");
 }
 
+/// A recursion's call tree keeps its frequency in the linked solve. On the
+/// Zen 4 recordings (four runs each) the first solve ran `main`'s
+/// unestimated loop backwards and msort's return arm negative; pinning
+/// that arm left msort's recursion only zero (7 calls for 48 M, merge's
+/// entries with it) until pinned arcs the objective wants back were freed
+/// (flow_solve's active set). Truth: 2 × 200000 − 1 calls a sort, 30
+/// sorts, four runs.
+#[test]
+fn a_recursion_keeps_its_calls() {
+    let truth = 4.0 * 30.0 * 399_999.0;
+    for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
+        let db = format!("datasets/analyzer/{set}/msort.db");
+        let (ok, out, err) = run(&[
+            "cpi",
+            "--db",
+            &db,
+            "--symfs",
+            "datasets/analyzer",
+            "--image",
+            "msort",
+            "--func",
+            "msort",
+            "--format",
+            "json",
+        ]);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let entry = v["blocks"][0]["freq"].as_f64().unwrap_or(0.0);
+        assert!(
+            entry > 0.5 * truth && entry < 2.0 * truth,
+            "{set}: msort entered {entry} times for {truth}"
+        );
+    }
+}
+
 /// `dcpi prof --symfs DIR` and `dcpi report --symfs DIR` find images that
 /// moved (as cpi and list do):
 /// the recordings name /work/main/datasets/analyzer/..., which a clone
