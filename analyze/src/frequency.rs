@@ -156,10 +156,12 @@ pub struct BlockObservation {
     /// All of `samples` is a share of a successor's first samples split
     /// among several predecessors by the frequencies being estimated.
     pub guessed: bool,
-    /// For the target of loop exits only: how many times the loop was
-    /// left, if each exit mispredicted once (the refetch samples that
-    /// landed in the block over one refill's worth). Exits that were
-    /// predicted leave no refetch: a least frequency, not an estimate.
+    /// For a block mispredicts land in (a loop exit's target, an indirect
+    /// jump's, an arm of a branch inside a loop body): the mispredicts into
+    /// it, the refetch samples that landed in it over one refill's worth —
+    /// how many times the loop was left, if each exit mispredicted once.
+    /// Predicted entries leave no refetch: a least frequency, not an
+    /// estimate.
     pub exits_if_mispredicted: Option<f64>,
     /// Entered through a conditional or indirect branch other than a back
     /// edge: its samples may include what follows a mispredict's refill.
