@@ -40,8 +40,9 @@ def measure(dcpi, s, name):
          "--image", name, "--format", "json"],
         check=True, capture_output=True, text=True,
     ).stdout
-    e = next(e for e in json.loads(out)["estimators"] if e["estimator"] == "dcpi")
-    return e["mean_log_error"], e["within"][1], e["within_scaled"][1]
+    d = json.loads(out)
+    e = next(e for e in d["estimators"] if e["estimator"] == "dcpi")
+    return e["mean_log_error"], e["within"][1], e["within_scaled"][1], d.get("by_confidence", [])
 
 
 def main():
@@ -65,7 +66,7 @@ def main():
     for n in NAMES:
         cells = []
         for s in sets:
-            lg, un, sc = got[(s, n)]
+            lg, un, sc, _ = got[(s, n)]
             cells.append(f"{lg:.3f}" + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
         mean = sum(got[(s, n)][0] for s in sets) / len(sets)
         print(f"| {n} | " + " | ".join(cells) + f" | {mean:.3f} |")
@@ -75,6 +76,18 @@ def main():
         un = sum(got[k][1] for k in got) / len(got)
         sc = sum(got[k][2] for k in got) / len(got)
         print(f"\nover all cells: unscaled ±10 {100 * un:.1f} %, scaled ±10 {100 * sc:.1f} %")
+        levels = {}
+        for k in got:
+            for e in got[k][3]:
+                lv = levels.setdefault(e["confidence"], [0.0, 0.0, 0.0])
+                lv[0] += e["share"] / len(got)
+                lv[1] += e["share"] * e["within"][1] / len(got)
+                lv[2] += e["share"] * e["within"][2] / len(got)
+        for name in ["high", "medium", "low"]:
+            if name in levels and levels[name][0] > 0:
+                share, w10, w25 = levels[name]
+                print(f"{name}: {100 * share:.1f} % of the samples, {100 * w10 / share:.1f} % of them "
+                      f"within ±10, {100 * w25 / share:.1f} % within ±25 (unscaled)")
 
 
 if __name__ == "__main__":
