@@ -523,6 +523,10 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     }
 }
 
+/// Why a block's frequency is low confidence when it rests on its floor.
+pub const AT_ITS_REFILLS: &str =
+    "no estimate of its own: at least one run per mispredict into it, counted by its refills (a floor)";
+
 /// With `DCPI_DEBUG_FREQ` set, prints a function's frequency problem and
 /// its solution on stderr, a line per block: the class estimate (± its
 /// standard error), the plausible top, the floor, whether it is only an
@@ -569,6 +573,7 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
         guessed,
     } = p;
     let estimates = problem.estimates;
+    let floors = problem.floors;
     let n = freq.len();
     for b in 0..n {
         if let Some(Some(sd)) = spread.get(b) {
@@ -578,6 +583,16 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
         }
     }
     let mut why: Vec<Option<&'static str>> = guessed.iter().map(|g| g.map(Guess::as_str)).collect();
+    // A block with no estimate that the solve left at its refills' count
+    // says so: that is what decided it (msort's merge arm).
+    for b in 0..n {
+        if let Some(Some((least, _))) = floors.get(b) {
+            if estimates[b].is_none() && freq[b] <= 1.1 * least {
+                confidence[b] = Confidence::Low;
+                why[b] = Some(AT_ITS_REFILLS);
+            }
+        }
+    }
     // A block whose solved frequency strays far from its own class estimate
     // loses confidence: conservation disagreed with its samples.
     for b in 0..n {
