@@ -18,14 +18,19 @@
 //! strongest estimate): at 1e5 the flows only the ridge decides came out
 //! percents apart between elimination orders (msort 21 %), refinement or
 //! not. The ordering and symbolic factorization depend on the network
-//! only, and are reused by every solve of it. Negative edge flows are
-//! clamped to zero and the system solved again without them. An entry
-//! nothing informs leans weakly towards zero, and so does a block without
-//! an estimate that no sample landed in or was charged to.
+//! only, and are reused by every solve of it. Flows are kept non-negative
+//! by an active set: arcs a solve drives negative are pinned to zero and
+//! the system solved again; once nothing new is pinned, pinned arcs the
+//! objective's gradient wants back are freed. An entry nothing informs
+//! leans weakly towards zero, and so does a block without an estimate that
+//! no sample landed in or was charged to.
 //!
 //! Limits: the ridge still decides flows no row pins down (a cycle with
-//! no estimate on it), and the clamping is two rounds, not a full
-//! non-negative least squares.
+//! no estimate on it). The active set is not a full non-negative least
+//! squares: all negatives are pinned and all wanted arcs freed at once (no
+//! line search), within a work budget (`ACTIVE_SET_WORK` arcs × rounds,
+//! 2-8 rounds): a problem of thousands of arcs gets two rounds, and what is
+//! still negative then is clamped in the answer.
 
 use nalgebra::DMatrix;
 use nalgebra_sparse::factorization::{CscCholesky, CscSymbolicCholesky};
