@@ -21,10 +21,11 @@
 //! dynamic stalls (cache misses, mispredicts) dominate every block of a
 //! region (BENCHMARKS.md, five workloads recorded on three machines, six
 //! recordings each, against callgrind: mean |ln(estimate/true)| 0.348, 39 %
-//! of samples within 10 % unscaled, 59 % with one scale fitted; from 0.17
-//! on msort to 0.56 on one recording of the cache-missing btree, on Golden
-//! Cove 0.23); a block's confidence is its solved frequency's posterior
-//! standard error, low wherever its estimate rests on a guess. Culprits of
+//! of samples within 10 % unscaled, 59 % with one scale fitted; per
+//! recording from 0.17 (msort on Golden Cove) to 0.56 (the cache-missing
+//! btree, and msort's mispredicting merge, on Zen 4)); a block's confidence
+//! is its solved frequency's posterior standard error, low wherever its
+//! estimate rests on a guess. Culprits of
 //! one instruction ([`culprits`]) follow DCPI's rules; [`stall_summary`]
 //! gives whatcg and topstalls. The known-answer workloads of the culprit
 //! analysis (pointer chase, sorted vs random branch, divide chains, store
