@@ -348,6 +348,20 @@ fn accuracy_counts_every_run_of_the_command() {
     assert!(scale > 0.6 && scale < 1.6, "{scale}: {v}");
 }
 
+/// `dcpi cpi --func FUNC` on the msort recording of host set `set`.
+fn msort_cpi(set: &str, func: &str) -> Value {
+    let db = format!("datasets/analyzer/{set}/msort.db");
+    let args = [
+        "--symfs",
+        "datasets/analyzer",
+        "--image",
+        "msort",
+        "--func",
+        func,
+    ];
+    cpi_json(&db, &args)
+}
+
 /// A recursion's call tree keeps its frequency in the linked solve. On the
 /// Zen 4 recordings (four runs each) the first solve ran `main`'s
 /// unestimated loop backwards and msort's return arm negative; pinning
@@ -359,22 +373,7 @@ fn accuracy_counts_every_run_of_the_command() {
 fn a_recursion_keeps_its_calls() {
     let truth = 4.0 * 30.0 * 399_999.0;
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
-        let db = format!("datasets/analyzer/{set}/msort.db");
-        let (ok, out, err) = run(&[
-            "cpi",
-            "--db",
-            &db,
-            "--symfs",
-            "datasets/analyzer",
-            "--image",
-            "msort",
-            "--func",
-            "msort",
-            "--format",
-            "json",
-        ]);
-        assert!(ok, "{err}");
-        let v: Value = serde_json::from_str(&out).unwrap();
+        let v = msort_cpi(set, "msort");
         let entry = v["blocks"][0]["freq"].as_f64().unwrap_or(0.0);
         assert!(
             entry > 0.5 * truth && entry < 2.0 * truth,
@@ -393,22 +392,7 @@ fn a_recursion_keeps_its_calls() {
 fn an_arm_of_a_mispredicting_branch_keeps_its_refills() {
     let truth = 4.0 * 49.6e6;
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
-        let db = format!("datasets/analyzer/{set}/msort.db");
-        let (ok, out, err) = run(&[
-            "cpi",
-            "--db",
-            &db,
-            "--symfs",
-            "datasets/analyzer",
-            "--image",
-            "msort",
-            "--func",
-            "merge",
-            "--format",
-            "json",
-        ]);
-        assert!(ok, "{err}");
-        let v: Value = serde_json::from_str(&out).unwrap();
+        let v = msort_cpi(set, "merge");
         let arm = v["blocks"]
             .as_array()
             .unwrap()

@@ -123,7 +123,9 @@ static void branch_loop(long n, int random)
     ".globl " P #p "5\n " P #p "5: add $1, %[" r2 "]\n"                 \
     ".globl " P #p "6\n " P #p "6: add $1, %[" r3 "]\n"                 \
     ".globl " P #p "7\n " P #p "7: add $1, %[" r4 "]\n"
-#define SPREAD_ASM(P, a, b, cc, dd)                                     \
+/* The xorshift step, the branch on its random bit to t0 (else f0 on),
+ * the paths, the join: labels as above. */
+#define BRANCH_ASM(P, FALL, TAKEN)                                      \
     ".globl " P "00\n " P "00: mov %[x], %[t]\n"                        \
     ".globl " P "01\n " P "01: shl $13, %[t]\n"                         \
     ".globl " P "02\n " P "02: xor %[t], %[x]\n"                        \
@@ -135,11 +137,13 @@ static void branch_loop(long n, int random)
     ".globl " P "08\n " P "08: xor %[t], %[x]\n"                        \
     ".globl " P "09\n " P "09: test %[m], %[x]\n"                       \
     ".globl " P "10\n " P "10: jz " P "t0\n"                            \
-    SPREAD_PATH(P, f, a, b, cc, dd)                                     \
+    FALL                                                                \
     ".globl " P "f8\n " P "f8: jmp " P "j0\n"                           \
-    SPREAD_PATH(P, t, a, b, cc, dd)                                     \
+    TAKEN                                                               \
     ".globl " P "j0\n " P "j0: dec %[n]\n"                              \
     ".globl " P "j1\n " P "j1: jnz " P "00\n"
+#define SPREAD_ASM(P, a, b, cc, dd)                                     \
+    BRANCH_ASM(P, SPREAD_PATH(P, f, a, b, cc, dd), SPREAD_PATH(P, t, a, b, cc, dd))
 
 /* spread with the second instruction of each path a store (as msort's
  * merge arms: add, store, ...): labels skid_spreadstore_*. */
@@ -152,23 +156,7 @@ static void branch_loop(long n, int random)
     ".globl " P #p "5\n " P #p "5: add $1, %[c]\n"                    \
     ".globl " P #p "6\n " P #p "6: add $1, %[d]\n"                    \
     ".globl " P #p "7\n " P #p "7: add $1, %[e]\n"
-#define STORE_ASM(P)                                                    \
-    ".globl " P "00\n " P "00: mov %[x], %[t]\n"                      \
-    ".globl " P "01\n " P "01: shl $13, %[t]\n"                       \
-    ".globl " P "02\n " P "02: xor %[t], %[x]\n"                      \
-    ".globl " P "03\n " P "03: mov %[x], %[t]\n"                      \
-    ".globl " P "04\n " P "04: shr $7, %[t]\n"                        \
-    ".globl " P "05\n " P "05: xor %[t], %[x]\n"                      \
-    ".globl " P "06\n " P "06: mov %[x], %[t]\n"                      \
-    ".globl " P "07\n " P "07: shl $17, %[t]\n"                       \
-    ".globl " P "08\n " P "08: xor %[t], %[x]\n"                      \
-    ".globl " P "09\n " P "09: test %[m], %[x]\n"                     \
-    ".globl " P "10\n " P "10: jz " P "t0\n"                          \
-    STORE_PATH(P, f)                                                    \
-    ".globl " P "f8\n " P "f8: jmp " P "j0\n"                         \
-    STORE_PATH(P, t)                                                    \
-    ".globl " P "j0\n " P "j0: dec %[n]\n"                            \
-    ".globl " P "j1\n " P "j1: jnz " P "00\n"
+#define STORE_ASM(P) BRANCH_ASM(P, STORE_PATH(P, f), STORE_PATH(P, t))
 
 static void spreadstore_loop(long n)
 {
