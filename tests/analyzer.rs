@@ -199,7 +199,13 @@ fn cpi_json_has_the_documented_fields() {
 }
 
 fn accuracy(name: &str) -> Value {
-    let db = format!("datasets/analyzer/{name}.db");
+    accuracy_of("", name)
+}
+
+/// `dcpi accuracy` on workload `name`'s recording in `set` ("" for the
+/// Golden Cove set, else a host directory with its slash, "zen3/").
+fn accuracy_of(set: &str, name: &str) -> Value {
+    let db = format!("datasets/analyzer/{set}{name}.db");
     let cg = format!("datasets/analyzer/{name}.callgrind");
     let (ok, out, err) = run(&[
         "accuracy",
@@ -295,23 +301,7 @@ fn accuracy_over_every_recorded_set() {
     for set in sets {
         let mut sum = 0.0;
         for name in names {
-            let db = format!("datasets/analyzer/{set}{name}.db");
-            let cg = format!("datasets/analyzer/{name}.callgrind");
-            let (ok, out, err) = run(&[
-                "accuracy",
-                "--db",
-                &db,
-                "--callgrind",
-                &cg,
-                "--symfs",
-                "datasets/analyzer",
-                "--image",
-                name,
-                "--format",
-                "json",
-            ]);
-            assert!(ok, "{set}{name}: {err}");
-            let v: Value = serde_json::from_str(&out).unwrap();
+            let v = accuracy_of(set, name);
             sum += v["estimators"][0]["mean_log_error"].as_f64().unwrap();
         }
         let mean = sum / names.len() as f64;
