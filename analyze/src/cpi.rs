@@ -846,7 +846,10 @@ impl<'a> FunctionAnalysis<'a> {
                     .insns
                     .clone()
                     .take(2)
-                    .all(|i| crate::culprits::reads_memory(&cfg.insns[i]).is_none());
+                    .all(|i| crate::culprits::reads_memory(&cfg.insns[i]).is_none())
+                    // Nor a loop header: its refetch count takes in its
+                    // own back edge's samples (no recorded block is both).
+                    && !cfg.predecessors(b).any(|e| cfg.is_back_edge(e.from, b));
                 let exits_if_mispredicted = match self.cps {
                     Some(cps)
                         if (exit_target || in_loop_arm)
