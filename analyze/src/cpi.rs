@@ -213,10 +213,11 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
 /// The iterations the analyzer asks of the model: none (`Options::iterations`
 /// 0), so it stops at the exact steady state as `dcpi model` does (most
 /// blocks within 10–20 iterations, and a chain-free block needs no second
-/// run for its chain). Every block of a large function is modeled, so this is most of `dcpi
-/// cpi`'s time: a fixed 12–100 iterations averaged over their second half
-/// cost `cpi --func _PyEval_EvalFrameDefault` 62 ms of modeling instead of
-/// 39 (session 24) for |ln e| within ±0.006 on every recorded set.
+/// run for its chain). Every block of a large function is modeled, so this
+/// is most of `dcpi cpi`'s time: a fixed 12–100 iterations averaged over
+/// their second half cost `cpi --func _PyEval_EvalFrameDefault` 62 ms of
+/// modeling instead of 39 (session 24) for |ln e| within ±0.006 on every
+/// recorded set.
 const UNTIL_STEADY: usize = 0;
 
 /// The hot path around a loop, from its header back to it: at each block
