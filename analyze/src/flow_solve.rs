@@ -458,20 +458,21 @@ struct Rows<'a> {
     wmax: f64,
 }
 
-fn solve_once(
+/// The rows of the least squares over the arcs `keep` keeps (the others
+/// pinned at zero), each with its key: per block its conservation (in-flow
+/// minus out-flow, as hard as [`CONSERVATION`]) and its estimate (in-flow
+/// against it); per link the callee's entry flow minus its call sites'
+/// frequencies (in the callee's units), as hard as conservation. Also each
+/// block's kept in-arcs (blocks numbered across parts).
+fn least_squares_rows(
     parts: &[FlowProblem],
     links: &[Link],
     r: &Rows,
     arcs: &[Arc],
-    active: &[bool],
-    normal: &NormalPattern,
-) -> Option<(Vec<f64>, Factored)> {
-    let m = arcs.len();
-    let n = normal.unknowns();
-    let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |k| active[k]);
-    // Rows as (sparse coefficients, rhs, weight), each with its chain if long.
-    let mut rows: Vec<(Row, Option<usize>)> = Vec::new();
-    let chain_of = |key: RowKey| normal.chains.binary_search_by_key(&key, |c| c.0).ok();
+    keep: impl Fn(usize) -> bool,
+) -> (Vec<Vec<usize>>, Vec<(RowKey, Row)>) {
+    let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, &keep);
+    let mut rows: Vec<(RowKey, Row)> = Vec::new();
     for (k, p) in parts.iter().enumerate() {
         for b in 0..p.blocks {
             let g = base[k] + b;
@@ -485,7 +486,7 @@ fn solve_once(
                     rhs: 0.0,
                     weight: CONSERVATION,
                 };
-                rows.push((row, chain_of(RowKey::Conservation(g))));
+                rows.push((RowKey::Conservation(g), row));
             }
             if let Some((est, w)) = r.weights[k][b] {
                 let row: Vec<(usize, f64)> = ins[g].iter().map(|&a| (a, 1.0)).collect();
@@ -495,16 +496,14 @@ fn solve_once(
                         rhs: est,
                         weight: w / r.wmax,
                     };
-                    rows.push((row, chain_of(RowKey::Estimate(g))));
+                    rows.push((RowKey::Estimate(g), row));
                 }
             }
         }
     }
-    // A link: the callee's entry flow minus its call sites' frequencies
-    // (in the callee's units) is zero, as hard as conservation.
     for (k, l) in links.iter().enumerate() {
         let a = r.first_entry[l.callee] + l.entry;
-        let mut row: Vec<(usize, f64)> = if active[a] { vec![(a, 1.0)] } else { vec![] };
+        let mut row: Vec<(usize, f64)> = if keep(a) { vec![(a, 1.0)] } else { vec![] };
         for &(part, b, n) in &l.sites {
             let ratio = n * r.scales[part] / r.scales[l.callee];
             row.extend(ins[base[part] + b].iter().map(|&k| (k, -ratio)));
@@ -516,9 +515,29 @@ fn solve_once(
                 rhs: 0.0,
                 weight: CONSERVATION,
             };
-            rows.push((row, chain_of(RowKey::Link(k))));
+            rows.push((RowKey::Link(k), row));
         }
     }
+    (ins, rows)
+}
+
+fn solve_once(
+    parts: &[FlowProblem],
+    links: &[Link],
+    r: &Rows,
+    arcs: &[Arc],
+    active: &[bool],
+    normal: &NormalPattern,
+) -> Option<(Vec<f64>, Factored)> {
+    let m = arcs.len();
+    let n = normal.unknowns();
+    // Rows as (sparse coefficients, rhs, weight), each with its chain if long.
+    let chain_of = |key: RowKey| normal.chains.binary_search_by_key(&key, |c| c.0).ok();
+    let (ins, rows) = least_squares_rows(parts, links, r, arcs, |k| active[k]);
+    let rows: Vec<(Row, Option<usize>)> = rows
+        .into_iter()
+        .map(|(key, row)| (row, chain_of(key)))
+        .collect();
     let perm = &normal.perm;
     // Accumulate AᵀWA and AᵀWb into the pattern's slots, long rows as
     // their chains.
@@ -616,47 +635,15 @@ fn solve_once(
 
 /// The objective's gradient (up to a factor 2) at arc flows `x`, over
 /// every arc, pinned or not: per arc, Σ over the rows it appears in of
-/// weight × coefficient × residual — the rows of [`solve_once`], with each
-/// pinned arc at zero.
+/// weight × coefficient × residual — the rows of [`solve_once`] with every
+/// arc kept, each pinned arc at zero in `x`.
 fn gradient(parts: &[FlowProblem], links: &[Link], r: &Rows, arcs: &[Arc], x: &[f64]) -> Vec<f64> {
-    let BlockArcs { base, ins, outs } = block_arcs(parts, arcs, |_| true);
-    let flow = |list: &[usize]| list.iter().map(|&k| x[k]).sum::<f64>();
-    // Per block: its conservation residual and weighted estimate residual.
-    let nb = ins.len();
-    let mut conservation = vec![0.0; nb];
-    let mut estimate = vec![0.0; nb];
-    for (k, p) in parts.iter().enumerate() {
-        for b in 0..p.blocks {
-            let g = base[k] + b;
-            let inflow = flow(&ins[g]);
-            conservation[g] = CONSERVATION * (inflow - flow(&outs[g]));
-            if let Some((est, w)) = r.weights[k][b] {
-                estimate[g] = w / r.wmax * (inflow - est);
-            }
-        }
-    }
+    let (_, rows) = least_squares_rows(parts, links, r, arcs, |_| true);
     let mut grad = vec![0.0; arcs.len()];
-    for (k, a) in arcs.iter().enumerate() {
-        if let Some(t) = a.to {
-            grad[k] += conservation[base[a.part] + t] + estimate[base[a.part] + t];
-        }
-        if let Some(f) = a.from {
-            grad[k] -= conservation[base[a.part] + f];
-        }
-    }
-    for l in links {
-        let entry = r.first_entry[l.callee] + l.entry;
-        let mut residual = x[entry];
-        let mut terms: Vec<(usize, f64)> = vec![(entry, 1.0)];
-        for &(part, b, n) in &l.sites {
-            let ratio = n * r.scales[part] / r.scales[l.callee];
-            for &k in &ins[base[part] + b] {
-                residual -= ratio * x[k];
-                terms.push((k, -ratio));
-            }
-        }
-        for (k, c) in terms {
-            grad[k] += CONSERVATION * c * residual;
+    for (_, row) in &rows {
+        let residual: f64 = row.coef.iter().map(|&(j, c)| c * x[j]).sum::<f64>() - row.rhs;
+        for &(j, c) in &row.coef {
+            grad[j] += row.weight * c * residual;
         }
     }
     grad
