@@ -139,6 +139,15 @@ fn solve_reweighted(parts: &[FlowProblem], links: &[Link]) -> Option<Weighted> {
         normal_pattern(arcs.len(), pattern_rows(parts, links, &first_entry, &arcs))
     };
     let mut q: Vec<FlowProblem> = parts.to_vec();
+    // Floors alone (every sample a refill's aftermath: branchy's arms):
+    // they are all that says the code ran, so they are the estimates.
+    if q.iter().all(|p| p.estimates.iter().all(Option::is_none)) {
+        for p in &mut q {
+            for (e, f) in p.estimates.iter_mut().zip(&p.floors) {
+                *e = *f;
+            }
+        }
+    }
     let mut f = solve_weighted(&q, links, &normal)?;
     for _ in 0..3 {
         let mut changed = false;
@@ -1120,6 +1129,21 @@ mod tests {
             (f[2] - 50.0).abs() < 1.0 && (f[1] - 50.0).abs() < 1.0,
             "{f:?}"
         );
+    }
+
+    #[test]
+    fn floors_alone_are_the_evidence() {
+        // Nothing estimated, both arms only floored (every sample of the
+        // function a refill's): about the floors (within their standard
+        // errors: the unknown entry leans towards zero), not nothing.
+        let p = FlowProblem {
+            estimates: vec![None; 4],
+            floors: vec![None, Some((30.0, 18.0)), Some((20.0, 12.0)), None],
+            ..diamond([None, None])
+        };
+        let f = solve(&p).expect("floors are evidence");
+        assert!(f[1] > 30.0 - 18.0 && f[2] > 20.0 - 12.0, "{f:?}");
+        assert!(close(f[0], f[1] + f[2]) && close(f[3], f[0]), "{f:?}");
     }
 
     #[test]
