@@ -82,8 +82,8 @@ CAP = 2 * math.log(2)
 if "," in host or host == "all":
     # Several sets: each block's share of its set's mean |ln e|, averaged
     # over the sets, with its error on each.
-    hosts = (["."] + sorted(d for d in os.listdir(data)
-                            if os.path.exists(os.path.join(data, d, f"{name}.db")))
+    hosts = ([d for d in ["."] + sorted(os.listdir(data))
+              if os.path.exists(os.path.join(data, d, f"{name}.db"))]
              if host == "all" else host.split(","))
     share, per_set = defaultdict(float), defaultdict(dict)
     for h in hosts:

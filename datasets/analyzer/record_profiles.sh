@@ -39,3 +39,4 @@ profile btree 3000000
 profile hashtab 600
 profile codec 400
 profile msort 200000 30
+profile textproc 300
