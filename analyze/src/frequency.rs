@@ -566,8 +566,14 @@ pub fn debug_dump(function: &str, p: &Prepared, freq: &[f64]) {
     eprintln!("dcpi: frequencies of {function}:");
     for b in 0..p.problem.blocks {
         let (est, sd) = p.problem.estimates[b].map_or((None, None), |(e, s)| (Some(e), Some(s)));
+        // The samples of the class estimate this block is part of.
+        let from = p
+            .classes
+            .iter()
+            .find(|e| !e.floor && e.blocks.contains(&b))
+            .map_or(String::new(), |e| format!(" ({:.0} samples)", e.samples));
         eprintln!(
-            "  b{b:<4} estimate {} ± {}  top {}  floor {}{}{}  solved {}",
+            "  b{b:<4} estimate {}{from} ± {}  top {}  floor {}{}{}  solved {}",
             f(est),
             f(sd),
             f(p.problem.ranges.get(b).copied().flatten()),
