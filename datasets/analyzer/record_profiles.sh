@@ -40,3 +40,4 @@ profile hashtab 600
 profile codec 400
 profile msort 200000 30
 profile textproc 300
+profile numeric 400
