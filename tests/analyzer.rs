@@ -443,6 +443,35 @@ fn a_guess_does_not_keep_a_loop_from_its_total() {
     }
 }
 
+/// kernels' interpreter: its loop latch joins the switch's short cases,
+/// so a mispredicted dispatch's refill runs on into it. On Zen 4 the latch
+/// and the header (one class) read 2.2-3.2x at high confidence; they are
+/// the refill's aftermath, low like the cases (cpi.rs in_refill_shadow).
+#[test]
+fn a_join_of_mispredicted_cases_is_not_high_confidence() {
+    for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
+        let db = format!("datasets/analyzer/{set}/kernels.db");
+        let args = [
+            "--symfs",
+            "datasets/analyzer",
+            "--image",
+            "kernels",
+            "--func",
+            "interp",
+        ];
+        let v = cpi_json(&db, &args);
+        for start in ["0x1600", "0x1628"] {
+            let b = v["blocks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["start"] == start);
+            let conf = b.map(|b| b["confidence"].clone()).expect(start);
+            assert_eq!(conf, "low", "{set}: block at {start}");
+        }
+    }
+}
+
 /// `dcpi prof --symfs DIR` and `dcpi report --symfs DIR` find images that
 /// moved (as cpi and list do):
 /// the recordings name /work/main/datasets/analyzer/..., which a clone

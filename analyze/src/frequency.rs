@@ -164,7 +164,8 @@ pub struct BlockObservation {
     /// estimate.
     pub exits_if_mispredicted: Option<f64>,
     /// Entered through a conditional or indirect branch other than a back
-    /// edge: its samples may include what follows a mispredict's refill.
+    /// edge, or a join of short arms that are (a switch's cases meeting):
+    /// its samples may include what follows a mispredict's refill.
     pub after_unsure: bool,
 }
 
