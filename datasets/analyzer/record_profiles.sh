@@ -41,3 +41,4 @@ profile codec 400
 profile msort 200000 30
 profile textproc 300
 profile numeric 400
+profile eventsim 100
