@@ -472,6 +472,39 @@ fn a_join_of_mispredicted_cases_is_not_high_confidence() {
     }
 }
 
+/// codec's rle_decode run loop (runs of 1-16 bytes): one sample on its
+/// header's first instruction, charged to the back edge as a refetch,
+/// left its block's estimate on the store's M alone and read 2.8x (Zen 3)
+/// and 3.6x (zen4-5k-c) at high confidence. The loop's total weighs in
+/// (cpi.rs add_loop_totals): where the two disagree it is a guess, and
+/// where it is high it holds. Truth 104.9 M trips a run, four runs.
+#[test]
+fn a_loop_total_checks_its_headers_estimate() {
+    for set in ["zen3", "zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
+        let db = format!("datasets/analyzer/{set}/codec.db");
+        let args = [
+            "--symfs",
+            "datasets/analyzer",
+            "--image",
+            "codec",
+            "--func",
+            "rle_decode",
+        ];
+        let v = cpi_json(&db, &args);
+        let b = v["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["start"] == "0x1480");
+        let b = b.expect("rle_decode's run loop at 0x1480");
+        let ratio = b["freq"].as_f64().unwrap_or(0.0) / (4.0 * 104.8576e6);
+        assert!(ratio > 0.5 && ratio < 2.0, "{set}: {ratio:.2}x");
+        if b["confidence"] == "high" {
+            assert!(ratio > 0.75 && ratio < 1.33, "{set}: {ratio:.2}x at high");
+        }
+    }
+}
+
 /// `dcpi prof --symfs DIR` and `dcpi report --symfs DIR` find images that
 /// moved (as cpi and list do):
 /// the recordings name /work/main/datasets/analyzer/..., which a clone

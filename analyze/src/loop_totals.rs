@@ -11,6 +11,8 @@
 //! less one refill per entry, over the best case of one trip along its hot
 //! path, is how often its header ran (on the recorded find_index: 422 M
 //! cycles, 19.6 M entries × 17, 1.0 cycle a trip → 89 M, callgrind 102 M).
+//! Where the loop's header has an estimate of its own, the total is a
+//! second measure beside it (`cpi.rs` `add_loop_totals`).
 //!
 //! Limits: the refill is the machine's nominal penalty, and when it is
 //! most of the loop's cycles the answer is only as good as that figure
