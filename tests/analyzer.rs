@@ -341,16 +341,31 @@ fn accuracy_counts_every_run_of_the_command() {
 
 /// `dcpi cpi --func FUNC` on the msort recording of host set `set`.
 fn msort_cpi(set: &str, func: &str) -> Value {
-    let db = format!("datasets/analyzer/{set}/msort.db");
+    set_cpi(set, "msort", func)
+}
+
+/// `dcpi cpi --func FUNC` of recorded workload `name` in host set `set`.
+fn set_cpi(set: &str, name: &str, func: &str) -> Value {
+    let db = format!("datasets/analyzer/{set}/{name}.db");
     let args = [
         "--symfs",
         "datasets/analyzer",
         "--image",
-        "msort",
+        name,
         "--func",
         func,
     ];
     cpi_json(&db, &args)
+}
+
+/// The block of a `cpi` report that starts at `start`.
+fn block_at<'a>(v: &'a Value, start: &str) -> &'a Value {
+    v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["start"] == start)
+        .unwrap_or_else(|| panic!("{}: no block at {start}", v["function"]))
 }
 
 /// A recursion's call tree keeps its frequency in the linked solve. On the
@@ -384,13 +399,7 @@ fn an_arm_of_a_mispredicting_branch_keeps_its_refills() {
     let truth = 4.0 * 49.6e6;
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
         let v = msort_cpi(set, "merge");
-        let arm = v["blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["start"] == "0x13a0")
-            .expect("merge's arm at 0x13a0");
-        let f = arm["freq"].as_f64().unwrap_or(0.0);
+        let f = block_at(&v, "0x13a0")["freq"].as_f64().unwrap_or(0.0);
         assert!(f > 0.4 * truth && f < 2.0 * truth, "{set}: {f} for {truth}");
     }
 }
@@ -406,16 +415,8 @@ fn an_arm_of_a_mispredicting_branch_keeps_its_refills() {
 fn a_loop_that_calls_out_is_not_counted_from_its_arms_aftermath() {
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
         let v = msort_cpi(set, "merge");
-        let freq = |start: &str| -> f64 {
-            let b = v["blocks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|b| b["start"] == start);
-            b.and_then(|b| b["freq"].as_f64()).unwrap_or(0.0)
-        };
         for (arm, truth) in [("0x13a0", 49.6e6), ("0x13d0", 48.6e6)] {
-            let ratio = freq(arm) / (4.0 * truth);
+            let ratio = block_at(&v, arm)["freq"].as_f64().unwrap_or(0.0) / (4.0 * truth);
             assert!(
                 ratio > 0.67 && ratio < 1.5,
                 "{set}: arm {arm} at {ratio:.2}x"
@@ -433,13 +434,7 @@ fn a_loop_that_calls_out_is_not_counted_from_its_arms_aftermath() {
 fn a_guess_does_not_keep_a_loop_from_its_total() {
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
         let v = msort_cpi(set, "merge");
-        let copy = v["blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["start"] == "0x1470")
-            .expect("merge's copy loop at 0x1470");
-        let ratio = copy["freq"].as_f64().unwrap_or(0.0) / (4.0 * 105.6e6);
+        let ratio = block_at(&v, "0x1470")["freq"].as_f64().unwrap_or(0.0) / (4.0 * 105.6e6);
         assert!(ratio > 0.5 && ratio < 2.0, "{set}: {ratio:.2}x");
     }
 }
@@ -451,23 +446,9 @@ fn a_guess_does_not_keep_a_loop_from_its_total() {
 #[test]
 fn a_join_of_mispredicted_cases_is_not_high_confidence() {
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
-        let db = format!("datasets/analyzer/{set}/kernels.db");
-        let args = [
-            "--symfs",
-            "datasets/analyzer",
-            "--image",
-            "kernels",
-            "--func",
-            "interp",
-        ];
-        let v = cpi_json(&db, &args);
+        let v = set_cpi(set, "kernels", "interp");
         for start in ["0x1600", "0x1628"] {
-            let b = v["blocks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|b| b["start"] == start);
-            let conf = b.map(|b| b["confidence"].clone()).expect(start);
+            let conf = &block_at(&v, start)["confidence"];
             assert_eq!(conf, "low", "{set}: block at {start}");
         }
     }
@@ -482,22 +463,8 @@ fn a_join_of_mispredicted_cases_is_not_high_confidence() {
 #[test]
 fn a_loop_total_checks_its_headers_estimate() {
     for set in ["zen3", "zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
-        let db = format!("datasets/analyzer/{set}/codec.db");
-        let args = [
-            "--symfs",
-            "datasets/analyzer",
-            "--image",
-            "codec",
-            "--func",
-            "rle_decode",
-        ];
-        let v = cpi_json(&db, &args);
-        let b = v["blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["start"] == "0x1480");
-        let b = b.expect("rle_decode's run loop at 0x1480");
+        let v = set_cpi(set, "codec", "rle_decode");
+        let b = block_at(&v, "0x1480");
         let ratio = b["freq"].as_f64().unwrap_or(0.0) / (4.0 * 104.8576e6);
         assert!(ratio > 0.5 && ratio < 2.0, "{set}: {ratio:.2}x");
         if b["confidence"] == "high" {
