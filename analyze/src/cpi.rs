@@ -306,15 +306,15 @@ const SHADOW_JOIN: usize = 3;
 /// 73.8 -> 77.0 % of its samples. Through any short block (an if/else's
 /// two arms too) codec's and msort's sound blocks lost "high": 0.312.
 fn in_refill_shadow(cfg: &Cfg, b: usize) -> bool {
-    let mut arms = cfg
+    let arms: Vec<usize> = cfg
         .predecessors(b)
-        .filter(|e| !cfg.is_padding(e.from) && !cfg.is_back_edge(e.from, b))
-        .peekable();
-    cfg.predecessors(b).count() >= SHADOW_JOIN
-        && arms.peek().is_some()
-        && arms.all(|e| {
-            let arm = &cfg.blocks[e.from];
-            after_unsure(cfg, e.from)
+        .map(|e| e.from)
+        .filter(|&a| !cfg.is_padding(a) && !cfg.is_back_edge(a, b))
+        .collect();
+    arms.len() >= SHADOW_JOIN
+        && arms.iter().all(|&a| {
+            let arm = &cfg.blocks[a];
+            after_unsure(cfg, a)
                 && arm.insns.len() <= REFILL_SHADOW
                 && !crate::disasm::may_mispredict(&cfg.insns[arm.insns.end - 1])
         })
