@@ -115,7 +115,8 @@ pub enum Guess {
     /// Its loop's trip count comes from the loop's samples as a whole, net
     /// of a refill per entry ([`crate::loop_totals`]).
     LoopTotal,
-    /// Its own estimate and its loop's total disagree by more than half.
+    /// Its own estimate and its loop's total disagree by more than a
+    /// factor of two.
     LoopDisagrees,
     /// It moved by more than half between the pass on raw samples and the
     /// pass on samples split by that first answer.
@@ -138,7 +139,7 @@ impl Guess {
                 "its loop's trip count is from the loop's samples less a refill per entry"
             }
             Guess::LoopDisagrees => {
-                "its own samples and its loop's samples as a whole disagree by more than half"
+                "its own samples and its loop's samples as a whole disagree by more than 2x"
             }
             Guess::Unstable => "it moved by more than half between the two passes",
             Guess::MostlySetAside => {
