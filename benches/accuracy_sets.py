@@ -11,7 +11,11 @@ recordings, kernels 0.22-0.42), so a change is judged on the mean over all
 sets, never one set's figure. `--shares` also prints each cell's unscaled
 and scaled ±10 % shares.
 
-Usage: benches/accuracy_sets.py [--sets S1,S2,...] [--shares] [DCPI]
+`--base DCPI0` also measures another build (the change's parent, built in
+a worktree with its own CARGO_TARGET_DIR) and prints each cell's
+difference to it, so a change is read cell by cell in one run.
+
+Usage: benches/accuracy_sets.py [--sets S1,S2,...] [--shares] [--base DCPI0] [DCPI]
        (default: every set, target/release/dcpi; "." names the top set)
 """
 import concurrent.futures
@@ -57,12 +61,14 @@ def measure(dcpi, s, name):
 
 def main():
     args = sys.argv[1:]
-    sets, shares = None, False
+    sets, shares, base = None, False, None
     while args and args[0].startswith("--"):
         if args[0] == "--sets":
             sets, args = args[1].split(","), args[2:]
         elif args[0] == "--shares":
             shares, args = True, args[1:]
+        elif args[0] == "--base":
+            base, args = args[1], args[2:]
         else:
             sys.exit(__doc__)
     sets = sets or all_sets()
@@ -75,8 +81,15 @@ def main():
             for n in EXTRA
             if os.path.exists(os.path.join(DATA, s, f"{n}.db"))
         }
+        before = {
+            k: pool.submit(measure, base, *k) for k in list(jobs) + list(extra)
+        } if base else {}
         got = {k: j.result() for k, j in jobs.items()}
         got_extra = {k: j.result() for k, j in extra.items()}
+        before = {k: j.result()[0] for k, j in before.items()}
+    # A cell's |ln e|, with its change from the base build when there is one.
+    def cell(k, v):
+        return f"{v:.3f}" + (f" ({v - before[k]:+.3f})" if k in before else "")
     label = lambda s: "golden-cove" if s == "." else s
     print("| workload | " + " | ".join(label(s) for s in sets) + " | mean |")
     print("| --- |" + " --- |" * (len(sets) + 1))
@@ -84,11 +97,15 @@ def main():
         cells = []
         for s in sets:
             lg, un, sc, _ = got[(s, n)]
-            cells.append(f"{lg:.3f}" + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
+            cells.append(cell((s, n), lg) + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
         mean = sum(got[(s, n)][0] for s in sets) / len(sets)
         print(f"| {n} | " + " | ".join(cells) + f" | {mean:.3f} |")
     per_set = [sum(got[(s, n)][0] for n in NAMES) / len(NAMES) for s in sets]
-    print("| mean | " + " | ".join(f"{m:.3f}" for m in per_set) + f" | **{sum(per_set) / len(per_set):.3f}** |")
+    overall = sum(per_set) / len(per_set)
+    was = (sum(before[(s, n)] for s in sets for n in NAMES) / (len(sets) * len(NAMES))
+           if before else None)
+    base_note = f" (base {was:.3f})" if was is not None else ""
+    print("| mean | " + " | ".join(f"{m:.3f}" for m in per_set) + f" | **{overall:.3f}**{base_note} |")
     for n in EXTRA:
         have = [s for s in sets if (s, n) in got_extra]
         if not have:
@@ -99,7 +116,7 @@ def main():
                 cells.append("-")
                 continue
             lg, un, sc, _ = got_extra[(s, n)]
-            cells.append(f"{lg:.3f}" + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
+            cells.append(cell((s, n), lg) + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
         mean = sum(got_extra[(s, n)][0] for s in have) / len(have)
         print(f"| {n} (not in the means) | " + " | ".join(cells) + f" | {mean:.3f} |")
     if shares:
