@@ -517,13 +517,7 @@ fn cpi_block(name: &str, func: &str, start: &str) -> Value {
     );
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    v["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["start"] == start)
-        .unwrap_or_else(|| panic!("{name} {func}: no block at {start}"))
-        .clone()
+    block_at(&v, start).clone()
 }
 
 /// Estimates that rest on a guess say so: codec's `0x1430` (rle_encode's
