@@ -23,6 +23,9 @@
 //! llvm-mca regions (`# LLVM-MCA-BEGIN`/`END`), for timing `llvm-mca-19`
 //! on the same blocks in one run.
 //!
+//! `DCPI_MODEL_CPU=NAME` models with another description than Golden
+//! Cove's (the identity check of a speed change runs over all of them).
+//!
 //! `DCPI_MODEL_WHOLE=1` also models every block of the binary once and
 //! prints how long that took.
 //!
@@ -72,7 +75,8 @@ fn main() {
         .get(1)
         .cloned()
         .unwrap_or_else(|| "/usr/bin/python3.11".into());
-    let machine = Machine::by_name("golden-cove").expect("golden-cove description");
+    let cpu = std::env::var("DCPI_MODEL_CPU").unwrap_or_else(|_| "golden-cove".into());
+    let machine = Machine::by_name(&cpu).unwrap_or_else(|e| panic!("{cpu}: {e}"));
     let all = basic_blocks(&binary);
     let total: usize = all.iter().map(|(_, b)| b.len()).sum();
     // Every k-th block, so the sample spans the whole binary.

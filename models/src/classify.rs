@@ -136,6 +136,9 @@ pub type Regs = smallvec::SmallVec<[Reg; 6]>;
 pub struct Shape {
     /// Execution class (`nop` = no execution µop: pure loads, stores, eliminated moves).
     pub class: &'static str,
+    /// `class`'s index in [`CLASSES`] (looked up once: the model asks for
+    /// its cost on every block).
+    pub class_id: u16,
     /// Registers read by the execution µop.
     pub reads: Regs,
     /// Registers read to form the address.
@@ -442,6 +445,33 @@ fn mem_addr(i: &Instruction) -> MemAddr {
         disp: i.memory_displacement64(),
         size: i.memory_size().size(),
     }
+}
+
+/// A class name's index in [`CLASSES`], at compile time (for the classes
+/// the model names itself: `load`, `store_data`, ...); a name not there
+/// does not compile.
+pub const fn class_id(name: &str) -> usize {
+    const fn same(a: &[u8], b: &[u8]) -> bool {
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut k = 0;
+        while k < a.len() {
+            if a[k] != b[k] {
+                return false;
+            }
+            k += 1;
+        }
+        true
+    }
+    let mut k = 0;
+    while k < CLASSES.len() {
+        if same(CLASSES[k].as_bytes(), name.as_bytes()) {
+            return k;
+        }
+        k += 1;
+    }
+    panic!("not a class of CLASSES")
 }
 
 /// A class name's index in [`CLASSES`]; an unknown name is `alu`'s, as
@@ -1000,6 +1030,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
     }
     Shape {
         class,
+        class_id: class_index(class) as u16,
         reads,
         addr_reads,
         writes,

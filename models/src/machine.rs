@@ -228,6 +228,8 @@ struct ClassTable(std::sync::OnceLock<ClassEntries>);
 #[derive(Debug, Clone, Default)]
 struct ClassEntries {
     classes: Vec<(ClassCost, Vec<usize>, u16)>,
+    /// Per class: whether the description names it (else it is `alu`'s).
+    named: Vec<bool>,
     sets: Vec<Vec<usize>>,
     masks: Vec<u64>,
     /// The ports of loads and stores.
@@ -463,6 +465,15 @@ impl Machine {
         self.classes.contains_key(name)
     }
 
+    /// Whether the description names the class at `class` in [`CLASSES`].
+    pub fn names_class(&self, class: usize) -> bool {
+        self.class_table()
+            .named
+            .get(class)
+            .copied()
+            .unwrap_or(false)
+    }
+
     /// A class's cost, to change it (a calibrated copy's latencies).
     pub fn class_mut(&mut self, name: &str) -> Option<&mut ClassCost> {
         self.class_table = ClassTable::default();
@@ -505,6 +516,7 @@ impl Machine {
                 .fold(0, |a, m| a | m);
             ClassEntries {
                 classes,
+                named: CLASSES.iter().map(|c| self.has_class(c)).collect(),
                 sets,
                 masks,
                 memory_mask,

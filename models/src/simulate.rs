@@ -20,7 +20,7 @@
 //! periods is taken for the steady state (the ROB filling behind a long
 //! chain keeps the rate, so it does not matter there).
 
-use crate::classify::{MemAddr, Reg, Shape, FLAGS};
+use crate::classify::{class_id, MemAddr, Reg, Shape, FLAGS};
 use crate::machine::{ClassCost, Machine};
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -396,20 +396,11 @@ const TEMPLATE_SEARCH: usize = 6;
 impl<'a> Graph<'a> {
     pub fn new(m: &'a Machine, shapes: &'a [Shape]) -> Self {
         let n = shapes.len();
-        // Class costs and port sets (the machine's, by index) by class
-        // name, remembered by the name's address (shapes name their class
-        // with static strings): a block asks for a few classes many times.
-        let mut seen: smallvec::SmallVec<[(&'static str, &ClassCost, u16); 8]> =
-            smallvec::SmallVec::new();
-        let mut class_of = |class: &'static str| -> (&'a ClassCost, u16) {
-            if let Some(&(_, cost, set)) = seen.iter().find(|e| std::ptr::eq(e.0, class)) {
-                return (cost, set);
-            }
-            let k = crate::classify::class_index(class);
-            let (cost, set) = (m.class_at(k), m.class_port_set(k));
-            seen.push((class, cost, set));
-            (cost, set)
-        };
+        // Class costs and port sets (the machine's), by index in CLASSES.
+        let class_of = |k: usize| -> (&'a ClassCost, u16) { (m.class_at(k), m.class_port_set(k)) };
+        const LOAD: usize = class_id("load");
+        const VEC_LOAD: usize = class_id("vec_load");
+        const BRANCH: usize = class_id("branch");
         let fuse_next = |s: usize| {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
@@ -425,9 +416,9 @@ impl<'a> Graph<'a> {
         let costs = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
-                let (cost, _) = class_of(sh.class);
-                let load_class = if sh.vector_mem { "vec_load" } else { "load" };
-                let (load_cost, load_ports) = class_of(load_class);
+                let class = sh.class_id as usize;
+                let (cost, _) = class_of(class);
+                let (load_cost, load_ports) = class_of(if sh.vector_mem { VEC_LOAD } else { LOAD });
                 StaticCost {
                     class: cost,
                     load_class: load_cost,
@@ -436,7 +427,7 @@ impl<'a> Graph<'a> {
                     slots: cost.uops.max(1)
                         + (sh.load.is_some() && sh.store.is_some()) as u32
                         + transition(s) as u32 * m.sse_avx_transition * m.dispatch_width,
-                    exec_ports: class_of(if fuse_next(s) { "branch" } else { sh.class }).1,
+                    exec_ports: class_of(if fuse_next(s) { BRANCH } else { class }).1,
                     load_ports,
                     load_latency: load_cost.latency + m.load_address_latency(sh),
                     // A prefetch (a load that writes nothing) reads no
@@ -467,15 +458,17 @@ impl<'a> Graph<'a> {
                 }
             })
             .collect();
-        let (store_addr_class, store_addr_ports) = class_of("store_addr");
-        let (store_data_class, store_data_ports) = class_of("store_data");
+        let (store_addr_class, store_addr_ports) = class_of(class_id("store_addr"));
+        let (store_data_class, store_data_ports) = class_of(class_id("store_data"));
         // Where the description says so, a load that gets its value from a
         // store in flight (forwarded or renamed) runs on its own ports.
+        const LOAD_FORWARDED: usize = class_id("load_forwarded");
         let forwarded_load_ports = m
-            .has_class("load_forwarded")
-            .then(|| class_of("load_forwarded").1);
-        let mul_high = m.has_class("mul_wide_high").then(|| {
-            let (cost, set) = class_of("mul_wide_high");
+            .names_class(LOAD_FORWARDED)
+            .then(|| class_of(LOAD_FORWARDED).1);
+        const MUL_WIDE_HIGH: usize = class_id("mul_wide_high");
+        let mul_high = m.names_class(MUL_WIDE_HIGH).then(|| {
+            let (cost, set) = class_of(MUL_WIDE_HIGH);
             (set, cost.latency)
         });
         // The arrays of the thread's previous graph, emptied.
@@ -491,7 +484,7 @@ impl<'a> Graph<'a> {
         keys.extend(written.iter().map(|&r| initial_key(r)));
         let [last_state, next_state] = arrays.states;
         Graph {
-            no_ports: class_of("nop").1,
+            no_ports: class_of(class_id("nop")).1,
             store_addr_class,
             store_addr_ports,
             store_data_ports,
