@@ -447,9 +447,9 @@ fn mem_addr(i: &Instruction) -> MemAddr {
     }
 }
 
-/// A class name's index in [`CLASSES`], at compile time (for the classes
-/// the model names itself: `load`, `store_data`, ...); a name not there
-/// does not compile.
+/// A class name's index in [`CLASSES`], for the classes the model names
+/// itself (`load`, `store_data`, ...): call it in a `const` (a name not
+/// there then does not compile; at run time it is a linear search).
 pub const fn class_id(name: &str) -> usize {
     const fn same(a: &[u8], b: &[u8]) -> bool {
         if a.len() != b.len() {

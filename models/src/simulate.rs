@@ -401,6 +401,9 @@ impl<'a> Graph<'a> {
         const LOAD: usize = class_id("load");
         const VEC_LOAD: usize = class_id("vec_load");
         const BRANCH: usize = class_id("branch");
+        const STORE_ADDR: usize = class_id("store_addr");
+        const STORE_DATA: usize = class_id("store_data");
+        const NOP: usize = class_id("nop");
         let fuse_next = |s: usize| {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
@@ -458,8 +461,8 @@ impl<'a> Graph<'a> {
                 }
             })
             .collect();
-        let (store_addr_class, store_addr_ports) = class_of(class_id("store_addr"));
-        let (store_data_class, store_data_ports) = class_of(class_id("store_data"));
+        let (store_addr_class, store_addr_ports) = class_of(STORE_ADDR);
+        let (store_data_class, store_data_ports) = class_of(STORE_DATA);
         // Where the description says so, a load that gets its value from a
         // store in flight (forwarded or renamed) runs on its own ports.
         const LOAD_FORWARDED: usize = class_id("load_forwarded");
@@ -484,7 +487,7 @@ impl<'a> Graph<'a> {
         keys.extend(written.iter().map(|&r| initial_key(r)));
         let [last_state, next_state] = arrays.states;
         Graph {
-            no_ports: class_of(class_id("nop")).1,
+            no_ports: class_of(NOP).1,
             store_addr_class,
             store_addr_ports,
             store_data_ports,
