@@ -1171,9 +1171,24 @@ mod tests {
     use iced_x86::{Decoder, DecoderOptions};
 
     #[test]
+    fn a_shape_carries_its_class_index() {
+        // mov (%rdi),%rax; imul %rcx,%rax; divq (%rsi)
+        for bytes in [
+            &[0x48, 0x8b, 0x07][..],
+            &[0x48, 0x0f, 0xaf, 0xc1],
+            &[0x48, 0xf7, 0x36],
+        ] {
+            let sh = one(bytes);
+            assert_eq!(sh.class_id as usize, class_index(sh.class), "{}", sh.class);
+            assert_eq!(CLASSES[sh.class_id as usize], sh.class);
+        }
+    }
+
+    #[test]
     fn class_names_index_the_class_list() {
         for (k, c) in CLASSES.iter().enumerate() {
             assert_eq!(class_index(c), k, "{c}");
+            assert_eq!(class_id(c), k, "{c}");
         }
         assert_eq!(CLASSES[0], "alu");
         assert_eq!(class_index("no such class"), 0);
