@@ -57,6 +57,18 @@ fn loop_samples_fall_in_main() {
         sampled < plain * 1.10 && sampled > plain * 0.5,
         "{sampled} vs {plain}"
     );
+    // The command's time on a CPU and the host's steal are recorded: a
+    // busy loop is on a CPU for most of its run (a busy host descheduling
+    // it stops its timer too), and steal is never negative.
+    let (cpu, wall) = (
+        run["target_cpu_s"].as_f64().unwrap(),
+        run["duration_s"].as_f64().unwrap(),
+    );
+    assert!(cpu > 0.1 * wall && cpu <= wall * 1.05, "{cpu} s of {wall}");
+    assert!(run["steal_s"].as_f64().unwrap() >= 0.0);
+    if ev["unit"] == "ns" {
+        assert!(ev["sampled_s"].as_f64().unwrap() > 0.0);
+    }
 }
 
 #[test]

@@ -116,6 +116,11 @@ pub struct RunEvent {
     pub period_jitter: f64,
     pub fallback_reason: Option<String>,
     pub samples: i64,
+    /// The time its samples cover (timer events: samples × period), s.
+    pub sampled_s: Option<f64>,
+    /// The share of that time the command was on a CPU, where below one:
+    /// the rest was steal (see [`crate::samples::steal_kept`]).
+    pub steal_kept: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -483,6 +488,8 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
                     period_jitter: e.period_jitter,
                     fallback_reason: e.fallback_reason.clone(),
                     samples: e.samples,
+                    sampled_s: (e.unit == "ns").then_some(e.total_period as f64 / 1e9),
+                    steal_kept: crate::samples::steal_kept(e, r),
                 })
                 .collect(),
             stats,

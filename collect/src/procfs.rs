@@ -103,6 +103,24 @@ pub fn all_pids() -> Vec<u32> {
 }
 
 /// kernel.perf_event_paranoid as text (for error messages).
+/// Time the hypervisor has taken from all of this guest's CPUs since boot
+/// (`/proc/stat`'s steal column), in seconds; None where the kernel does
+/// not report it.
+pub fn steal_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    parse_steal(&text, if hz > 0 { hz as f64 } else { 100.0 })
+}
+
+/// The steal column of `/proc/stat`'s all-CPU line, in seconds.
+fn parse_steal(text: &str, ticks_per_second: f64) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    // cpu user nice system idle iowait irq softirq steal ...
+    let steal: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    Some(steal as f64 / ticks_per_second)
+}
+
 pub fn perf_event_paranoid() -> String {
     fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
@@ -131,6 +149,17 @@ mod tests {
         assert_eq!(m[1].path, "[vdso]");
         assert_eq!(m[2].path, "");
         assert_eq!(m[3].path, "/usr/lib/my lib.so");
+    }
+
+    #[test]
+    fn steal_is_the_eighth_column_of_the_cpu_line() {
+        let text = "cpu  2143314 0 200514 1468799 12411 0 8144 2525 0 0\n\
+                    cpu0 1053230 0 93304 763587 2738 0 3431 1247 0 0\n";
+        assert_eq!(parse_steal(text, 100.0), Some(25.25));
+        assert_eq!(parse_steal("intr 1 2 3\n", 100.0), None);
+        // An old kernel's shorter line has no steal column.
+        assert_eq!(parse_steal("cpu  1 2 3 4\n", 100.0), None);
+        assert!(steal_seconds().is_some_and(|s| s >= 0.0));
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! events, run the driver and the daemon, wait, stop, drain, commit.
 
 use crate::daemon::{Daemon, DaemonStats};
-use crate::db::writer::{ProfileWriter, RunInfo};
+use crate::db::writer::{ProfileWriter, RunEnding, RunInfo};
 use crate::driver::{Driver, DriverConfig};
 use crate::error::{CollectError, Result};
 use crate::event_spec::EventSpec;
 use crate::images::ImageRegistry;
 use crate::kernel::KernelLayout;
-use crate::launcher::{exit_code, spawn_held};
+use crate::launcher::{reap, spawn_held, Reaped};
 use crate::perf_setup::{open_events, Rate, Target};
 use crate::procfs;
 use std::path::PathBuf;
@@ -358,6 +358,7 @@ pub(crate) fn supervise(
         })?;
 
     let started = Instant::now();
+    let steal_start = procfs::steal_seconds();
     let child = match held {
         Some(h) => match h.release() {
             Ok(pid) => Some(pid),
@@ -365,28 +366,23 @@ pub(crate) fn supervise(
                 driver_stop.store(true, Ordering::Release);
                 let _ = driver_thread.join();
                 if let Ok(Ok((mut w, _))) = daemon_thread.join() {
-                    let _ = w.end_run(
-                        Some(127),
-                        false,
-                        started.elapsed().as_secs_f64(),
-                        None,
-                        None,
-                    );
+                    let _ = w.end_run(&RunEnding {
+                        exit_status: Some(127),
+                        duration_s: started.elapsed().as_secs_f64(),
+                        ..Default::default()
+                    });
                 }
                 return Err(e);
             }
         },
         None => None,
     };
-    let mut status: Option<i32> = None;
+    let mut ended: Option<Reaped> = None;
     let mut interrupted = false;
     loop {
         if let Some(pid) = child {
-            let mut st = 0;
-            // SAFETY: waiting for our own child.
-            let r = unsafe { libc::waitpid(pid as i32, &mut st, libc::WNOHANG) };
-            if r == pid as i32 {
-                status = Some(exit_code(st));
+            ended = reap(pid, false);
+            if ended.is_some() {
                 break;
             }
         }
@@ -415,9 +411,12 @@ pub(crate) fn supervise(
     let joined = daemon_thread.join();
     let elapsed = started.elapsed();
 
+    let steal_s = procfs::steal_seconds()
+        .zip(steal_start)
+        .map(|(end, start)| (end - start).max(0.0));
     // A command still running (Ctrl-C, --duration) is asked to stop.
-    if let (Some(pid), None) = (child, status) {
-        status = Some(terminate(pid));
+    if let (Some(pid), None) = (child, ended) {
+        ended = terminate(pid);
     }
     let (mut writer, daemon_stats) = match joined {
         Ok(r) => r?,
@@ -432,13 +431,16 @@ pub(crate) fn supervise(
     // probe that cannot open its events leaves the plain clock in use.
     let sampled = probe
         .and_then(|p| crate::sampling_cost::sampled_core_hz(&p.configs, p.include_kernel).ok());
-    writer.end_run(
-        status,
+    let status = ended.map(|r| r.exit_code);
+    writer.end_run(&RunEnding {
+        exit_status: status,
         interrupted,
-        elapsed.as_secs_f64(),
-        Some(clock_end),
-        sampled,
-    )?;
+        duration_s: elapsed.as_secs_f64(),
+        clock_end: Some(clock_end),
+        sampled_core_hz: sampled,
+        target_cpu_s: ended.map(|r| r.cpu_s),
+        steal_s,
+    })?;
     Ok(RunEnd {
         exit_code: status,
         interrupted,
@@ -448,18 +450,18 @@ pub(crate) fn supervise(
     })
 }
 
-/// SIGTERM, then SIGKILL after 5 s; returns the exit code.
-fn terminate(pid: u32) -> i32 {
+/// SIGTERM, then SIGKILL after 5 s; how it ended (None: no longer our
+/// child to wait for).
+fn terminate(pid: u32) -> Option<Reaped> {
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let mut st = 0;
-        let r = unsafe { libc::waitpid(pid as i32, &mut st, libc::WNOHANG) };
-        if r == pid as i32 {
-            return exit_code(st);
+        if let Some(r) = reap(pid, false) {
+            return Some(r);
         }
-        if r < 0 {
-            return 128 + libc::SIGTERM;
+        // SAFETY: signal 0 only checks existence.
+        if unsafe { libc::kill(pid as i32, 0) } != 0 {
+            return None;
         }
         if Instant::now() >= deadline {
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };

@@ -96,6 +96,19 @@ fn run_stats(out: &mut String, r: &RunStatistics) {
             e.used.clone()
         };
         let _ = writeln!(out, "  event {arrow}: {rate}, {} samples{fb}", e.samples);
+        // Said where it changes the cycles a sample stands for.
+        if let (Some(kept), Some(cpu), Some(sampled)) = (
+            e.steal_kept.filter(|k| *k < 0.99),
+            run.target_cpu_s,
+            e.sampled_s,
+        ) {
+            let _ = writeln!(
+                out,
+                "    the command ran {cpu:.3} s of the {sampled:.3} s its samples cover (steal over the run {} s): each counts {:.1} % of its period",
+                secs(run.steal_s),
+                100.0 * kept
+            );
+        }
     }
     let _ = writeln!(
         out,

@@ -88,6 +88,7 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
             (2, schema::MIGRATE_2_TO_3),
             (3, schema::MIGRATE_3_TO_4),
             (4, schema::MIGRATE_4_TO_5),
+            (5, schema::MIGRATE_5_TO_6),
         ] {
             let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if version == from {
@@ -214,9 +215,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("v1.db");
         let c = Connection::open(&p).unwrap();
-        // Version 1's runs table had no sampled clock and no features.
-        let v1 =
-            schema::CREATE.replace(",\n    sampled_core_hz REAL,\n    cpu_features   TEXT", "");
+        // Version 1's runs table had no sampled clock, no features, no
+        // on-CPU time and no steal.
+        let v1 = schema::CREATE.replace(
+            ",\n    sampled_core_hz REAL,\n    cpu_features   TEXT,\n    target_cpu_s   REAL,\n    steal_s        REAL",
+            "",
+        );
         assert_ne!(v1, schema::CREATE);
         c.execute_batch(&v1).unwrap();
         c.pragma_update(None, "application_id", schema::APPLICATION_ID)
@@ -228,9 +232,11 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();
         assert_eq!(v, schema::SCHEMA_VERSION);
-        c.query_row("SELECT sampled_core_hz, cpu_features FROM runs", [], |_| {
-            Ok(())
-        })
+        c.query_row(
+            "SELECT sampled_core_hz, cpu_features, target_cpu_s, steal_s FROM runs",
+            [],
+            |_| Ok(()),
+        )
         .or_else(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => Ok(()),
             e => Err(e),

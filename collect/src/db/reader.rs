@@ -34,6 +34,12 @@ pub struct RunRow {
     pub sampled_core_hz: Option<f64>,
     /// Space-separated CPUID features (schema 5): see `Machine::for_cpu`.
     pub cpu_features: Option<String>,
+    /// The command's time on a CPU, user and system, its reaped children
+    /// included (schema 6; command mode).
+    pub target_cpu_s: Option<f64>,
+    /// Time the hypervisor took from the guest's CPUs during the run,
+    /// summed over them (schema 6; 0 on bare metal).
+    pub steal_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,12 +170,17 @@ impl ProfileReader {
             "NULL"
         };
         let features = if version >= 5 { "cpu_features" } else { "NULL" };
+        let times = if version >= 6 {
+            "target_cpu_s, steal_s"
+        } else {
+            "NULL, NULL"
+        };
         rows(
             &self.conn,
             &format!("SELECT id, started_at, ended_at, duration_s, mode, command, target_pid, exit_status,
                     interrupted, complete, hostname, kernel, kernel_build_id, cpu_vendor, cpu_family,
                     cpu_model, cpu_model_name, online_cpus, core_hz, core_hz_end, tsc_hz, {sampled},
-                    {features}
+                    {features}, {times}
              FROM runs ORDER BY id"
             ),
             |r| {
@@ -197,6 +208,8 @@ impl ProfileReader {
                     tsc_hz: r.get(20)?,
                     sampled_core_hz: r.get(21)?,
                     cpu_features: r.get(22)?,
+                    target_cpu_s: r.get(23)?,
+                    steal_s: r.get(24)?,
                 })
             },
         )

@@ -19,9 +19,15 @@
 //! at the end of the run (see `sampling_cost`).
 //! Version 5 added `runs.cpu_features`: the CPUID features that pick the
 //! machine description when a hypervisor reports a model number of its own.
+//! Version 6 added `runs.target_cpu_s` (the command's time on a CPU, from
+//! `wait4`: a guest kernel that accounts steal leaves it out) and
+//! `runs.steal_s` (the time the hypervisor took from all the guest's CPUs
+//! during the run, from `/proc/stat`): timer samples keep counting while
+//! the host runs something else, and the analyzer scales them by the first
+//! over the time they sampled.
 
 /// Schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// PRAGMA application_id of dcpi databases: "DCPI".
 pub const APPLICATION_ID: i64 = 0x4443_5049;
@@ -57,7 +63,9 @@ CREATE TABLE runs (
     ticks_per_cycle REAL,
     dcpi_version   TEXT,
     sampled_core_hz REAL,
-    cpu_features   TEXT
+    cpu_features   TEXT,
+    target_cpu_s   REAL,
+    steal_s        REAL
 );
 CREATE TABLE epochs (
     id         INTEGER PRIMARY KEY,
@@ -172,6 +180,10 @@ CREATE TABLE kernel_charges (
     PRIMARY KEY (epoch_id, from_process_id, to_process_id, image_id, offset, event_id, link)
 ) WITHOUT ROWID;
 "#;
+
+/// Upgrade of a version 5 database.
+pub const MIGRATE_5_TO_6: &str = "ALTER TABLE runs ADD COLUMN target_cpu_s REAL;
+ALTER TABLE runs ADD COLUMN steal_s REAL;";
 
 /// Upgrade of a version 4 database.
 pub const MIGRATE_4_TO_5: &str = "ALTER TABLE runs ADD COLUMN cpu_features TEXT;";

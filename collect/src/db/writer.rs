@@ -10,6 +10,21 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
 
+/// How a run ended, as [`ProfileWriter::end_run`] records it.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnding {
+    pub exit_status: Option<i32>,
+    pub interrupted: bool,
+    pub duration_s: f64,
+    pub clock_end: Option<CoreClock>,
+    /// The clock sampled code got (see `sampling_cost`).
+    pub sampled_core_hz: Option<f64>,
+    /// The command's time on a CPU, from `wait4` (command mode).
+    pub target_cpu_s: Option<f64>,
+    /// Steal over the run, all CPUs, from `/proc/stat`.
+    pub steal_s: Option<f64>,
+}
+
 /// What a run is and where it ran.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
@@ -437,26 +452,22 @@ impl ProfileWriter {
     }
 
     /// Marks the run finished.
-    pub fn end_run(
-        &mut self,
-        exit_status: Option<i32>,
-        interrupted: bool,
-        duration_s: f64,
-        clock_end: Option<CoreClock>,
-        sampled_core_hz: Option<f64>,
-    ) -> Result<()> {
+    pub fn end_run(&mut self, end: &RunEnding) -> Result<()> {
         let now = now_text();
         let tx = self.conn.transaction()?;
         tx.execute(
             "UPDATE runs SET ended_at = ?1, duration_s = ?2, exit_status = ?3, interrupted = ?4,
-                 complete = 1, core_hz_end = ?5, sampled_core_hz = ?6 WHERE id = ?7",
+                 complete = 1, core_hz_end = ?5, sampled_core_hz = ?6, target_cpu_s = ?7,
+                 steal_s = ?8 WHERE id = ?9",
             params![
                 now,
-                duration_s,
-                exit_status,
-                interrupted,
-                clock_end.map(|c| c.core_hz),
-                sampled_core_hz,
+                end.duration_s,
+                end.exit_status,
+                end.interrupted,
+                end.clock_end.map(|c| c.core_hz),
+                end.sampled_core_hz,
+                end.target_cpu_s,
+                end.steal_s,
                 self.run_id
             ],
         )?;
@@ -578,7 +589,12 @@ mod tests {
                 ..Default::default()
             };
             w.flush(&b2).unwrap();
-            w.end_run(Some(0), false, 1.0, None, None).unwrap();
+            w.end_run(&RunEnding {
+                exit_status: Some(0),
+                duration_s: 1.0,
+                ..Default::default()
+            })
+            .unwrap();
         }
         let r = ProfileReader::open(&path).unwrap();
         let runs = r.runs().unwrap();
