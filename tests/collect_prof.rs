@@ -66,6 +66,10 @@ fn loop_samples_fall_in_main() {
     );
     assert!(cpu > 0.1 * wall && cpu <= wall * 1.05, "{cpu} s of {wall}");
     assert!(run["steal_s"].as_f64().unwrap() >= 0.0);
+    // And the share of an idle core it had, by the probe on its CPU: some,
+    // and not much above the whole core (the model's idle rate, give or take).
+    let share = run["core_share"].as_f64().unwrap();
+    assert!(share > 0.05 && share < 1.5, "{share}");
     if ev["unit"] == "ns" {
         assert!(ev["sampled_s"].as_f64().unwrap() > 0.0);
     }

@@ -328,6 +328,7 @@ mod tests {
             cpu_features: None,
             target_cpu_s: None,
             steal_s: None,
+            core_share: None,
         }
     }
 

@@ -40,6 +40,7 @@
 
 pub mod address_space;
 pub mod control;
+pub mod core_share;
 pub mod daemon;
 pub mod db;
 pub mod driver;

@@ -103,6 +103,18 @@ pub fn all_pids() -> Vec<u32> {
 }
 
 /// kernel.perf_event_paranoid as text (for error messages).
+/// The CPU `pid` last ran on (`/proc/PID/stat`'s 39th field).
+pub fn last_cpu(pid: u32) -> Option<u32> {
+    parse_last_cpu(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+fn parse_last_cpu(stat: &str) -> Option<u32> {
+    // The command name may hold spaces and parentheses: fields count from
+    // after its last ')', where the third field (the state) begins.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(39 - 3)?.parse().ok()
+}
+
 /// Time the hypervisor has taken from all of this guest's CPUs since boot
 /// (`/proc/stat`'s steal column), in seconds; None where the kernel does
 /// not report it.
@@ -149,6 +161,18 @@ mod tests {
         assert_eq!(m[1].path, "[vdso]");
         assert_eq!(m[2].path, "");
         assert_eq!(m[3].path, "/usr/lib/my lib.so");
+    }
+
+    #[test]
+    fn the_last_cpu_is_the_39th_field() {
+        let stat = "4242 (a (weird) name) R 1 4242 4242 0 -1 4194304 100 0 0 0 5 1 0 0 20 0 1 0 \
+                    123 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        assert_eq!(parse_last_cpu(stat), Some(1));
+        assert_eq!(parse_last_cpu("garbage"), None);
+        let me = last_cpu(std::process::id()).unwrap();
+        // SAFETY: sysconf has no preconditions.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        assert!((me as i64) < cpus.max(1), "{me} of {cpus}");
     }
 
     #[test]

@@ -126,6 +126,16 @@ pub fn collect(
     if let Err(e) = p.begin_run(&config.mode, &events.configs) {
         return Err(p.abandon(e));
     }
+    let idle_probe_rate = {
+        let h = &p.host;
+        let machine = dcpi_models::machine::Machine::for_cpu(
+            &h.cpu_vendor,
+            h.cpu_family,
+            h.cpu_model,
+            &h.cpu_features,
+        );
+        crate::core_share::idle_rate(&machine, &p.clock)
+    };
     let Prepared {
         writer,
         kernel,
@@ -146,6 +156,7 @@ pub fn collect(
     let probe = SamplingProbe {
         configs: events.configs.clone(),
         include_kernel,
+        idle_probe_rate,
     };
     // 4. Driver and daemon.
     let (tx, rx) = mpsc::channel();
@@ -309,10 +320,12 @@ pub(crate) fn root_comm(argv: &[String]) -> String {
 }
 
 /// The run's sampling events, for measuring what sampling costs the code
-/// (see [`crate::sampling_cost`]) once the run is over.
+/// (see [`crate::sampling_cost`]) once the run is over; and the idle
+/// core's rate of the core-share probe (see [`crate::core_share`]).
 pub(crate) struct SamplingProbe {
     pub configs: Vec<crate::db::writer::EventConfig>,
     pub include_kernel: bool,
+    pub idle_probe_rate: Option<f64>,
 }
 
 /// How a supervised run ended.
@@ -377,6 +390,15 @@ pub(crate) fn supervise(
         },
         None => None,
     };
+    // How much of its core the target gets (command and pid modes).
+    let target_pid = match mode {
+        Mode::Pid(p) => Some(*p),
+        _ => child,
+    };
+    let core_probe = probe
+        .as_ref()
+        .and(target_pid)
+        .and_then(|pid| crate::core_share::CoreShareProbe::start(pid).ok());
     let mut ended: Option<Reaped> = None;
     let mut interrupted = false;
     loop {
@@ -405,6 +427,10 @@ pub(crate) fn supervise(
         std::thread::sleep(Duration::from_millis(5));
     }
 
+    let core_share = core_probe
+        .and_then(|c| c.finish())
+        .zip(probe.as_ref().and_then(|p| p.idle_probe_rate))
+        .map(|(rate, idle)| rate / idle);
     // Stop the driver, drain every buffer, commit.
     driver_stop.store(true, Ordering::Release);
     let _ = driver_thread.join();
@@ -440,6 +466,7 @@ pub(crate) fn supervise(
         sampled_core_hz: sampled,
         target_cpu_s: ended.map(|r| r.cpu_s),
         steal_s,
+        core_share,
     })?;
     Ok(RunEnd {
         exit_code: status,

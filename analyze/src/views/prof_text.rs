@@ -71,6 +71,13 @@ fn run_stats(out: &mut String, r: &RunStatistics) {
             crate::samples::sampled_core_hz(run).unwrap_or(0.0) / 1e9
         );
     }
+    if let Some(share) = run.core_share {
+        let _ = writeln!(
+            out,
+            "  the command had {:.0} % of an idle core (a throughput probe on its CPU through the run; less: a busy SMT sibling on the host, or a lower clock)",
+            100.0 * share
+        );
+    }
     for e in &r.events {
         let rate = match (e.period, e.frequency) {
             (Some(p), _) => format!(

@@ -89,6 +89,7 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
             (3, schema::MIGRATE_3_TO_4),
             (4, schema::MIGRATE_4_TO_5),
             (5, schema::MIGRATE_5_TO_6),
+            (6, schema::MIGRATE_6_TO_7),
         ] {
             let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if version == from {
@@ -216,9 +217,9 @@ mod tests {
         let p = dir.path().join("v1.db");
         let c = Connection::open(&p).unwrap();
         // Version 1's runs table had no sampled clock, no features, no
-        // on-CPU time and no steal.
+        // on-CPU time, no steal and no core share.
         let v1 = schema::CREATE.replace(
-            ",\n    sampled_core_hz REAL,\n    cpu_features   TEXT,\n    target_cpu_s   REAL,\n    steal_s        REAL",
+            ",\n    sampled_core_hz REAL,\n    cpu_features   TEXT,\n    target_cpu_s   REAL,\n    steal_s        REAL,\n    core_share     REAL",
             "",
         );
         assert_ne!(v1, schema::CREATE);
@@ -233,7 +234,7 @@ mod tests {
             .unwrap();
         assert_eq!(v, schema::SCHEMA_VERSION);
         c.query_row(
-            "SELECT sampled_core_hz, cpu_features, target_cpu_s, steal_s FROM runs",
+            "SELECT sampled_core_hz, cpu_features, target_cpu_s, steal_s, core_share FROM runs",
             [],
             |_| Ok(()),
         )

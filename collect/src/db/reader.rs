@@ -40,6 +40,9 @@ pub struct RunRow {
     /// Time the hypervisor took from the guest's CPUs during the run,
     /// summed over them (schema 6; 0 on bare metal).
     pub steal_s: Option<f64>,
+    /// The share of an idle core the command got (schema 7): see
+    /// `core_share`.
+    pub core_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -175,12 +178,13 @@ impl ProfileReader {
         } else {
             "NULL, NULL"
         };
+        let share = if version >= 7 { "core_share" } else { "NULL" };
         rows(
             &self.conn,
             &format!("SELECT id, started_at, ended_at, duration_s, mode, command, target_pid, exit_status,
                     interrupted, complete, hostname, kernel, kernel_build_id, cpu_vendor, cpu_family,
                     cpu_model, cpu_model_name, online_cpus, core_hz, core_hz_end, tsc_hz, {sampled},
-                    {features}, {times}
+                    {features}, {times}, {share}
              FROM runs ORDER BY id"
             ),
             |r| {
@@ -210,6 +214,7 @@ impl ProfileReader {
                     cpu_features: r.get(22)?,
                     target_cpu_s: r.get(23)?,
                     steal_s: r.get(24)?,
+                    core_share: r.get(25)?,
                 })
             },
         )

@@ -25,9 +25,11 @@
 //! during the run, from `/proc/stat`): timer samples keep counting while
 //! the host runs something else, and the analyzer scales them by the first
 //! over the time they sampled.
+//! Version 7 added `runs.core_share`: the share of an idle core the command
+//! got, by a throughput probe on its CPU through the run (`core_share`).
 
 /// Schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// PRAGMA application_id of dcpi databases: "DCPI".
 pub const APPLICATION_ID: i64 = 0x4443_5049;
@@ -65,7 +67,8 @@ CREATE TABLE runs (
     sampled_core_hz REAL,
     cpu_features   TEXT,
     target_cpu_s   REAL,
-    steal_s        REAL
+    steal_s        REAL,
+    core_share     REAL
 );
 CREATE TABLE epochs (
     id         INTEGER PRIMARY KEY,
@@ -180,6 +183,9 @@ CREATE TABLE kernel_charges (
     PRIMARY KEY (epoch_id, from_process_id, to_process_id, image_id, offset, event_id, link)
 ) WITHOUT ROWID;
 "#;
+
+/// Upgrade of a version 6 database.
+pub const MIGRATE_6_TO_7: &str = "ALTER TABLE runs ADD COLUMN core_share REAL;";
 
 /// Upgrade of a version 5 database.
 pub const MIGRATE_5_TO_6: &str = "ALTER TABLE runs ADD COLUMN target_cpu_s REAL;

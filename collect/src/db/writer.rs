@@ -23,6 +23,8 @@ pub struct RunEnding {
     pub target_cpu_s: Option<f64>,
     /// Steal over the run, all CPUs, from `/proc/stat`.
     pub steal_s: Option<f64>,
+    /// The share of an idle core the target got (see `core_share`).
+    pub core_share: Option<f64>,
 }
 
 /// What a run is and where it ran.
@@ -458,7 +460,7 @@ impl ProfileWriter {
         tx.execute(
             "UPDATE runs SET ended_at = ?1, duration_s = ?2, exit_status = ?3, interrupted = ?4,
                  complete = 1, core_hz_end = ?5, sampled_core_hz = ?6, target_cpu_s = ?7,
-                 steal_s = ?8 WHERE id = ?9",
+                 steal_s = ?8, core_share = ?9 WHERE id = ?10",
             params![
                 now,
                 end.duration_s,
@@ -468,6 +470,7 @@ impl ProfileWriter {
                 end.sampled_core_hz,
                 end.target_cpu_s,
                 end.steal_s,
+                end.core_share,
                 self.run_id
             ],
         )?;
