@@ -145,6 +145,10 @@ pub struct CpiReport {
     pub calls_from_callers: Option<f64>,
 }
 
+/// Below this share of an idle core (`EventInfo::core_share`) the views
+/// say the core was shared.
+const SHARED_CORE: f64 = 0.9;
+
 /// Best-case timing of one block.
 struct BlockModel {
     cycles: f64,
@@ -775,6 +779,19 @@ impl<'a> FunctionAnalysis<'a> {
             );
         } else if cps.is_none() {
             warnings.push("the run recorded no core clock: samples cannot become cycles".into());
+        }
+        // A busy SMT sibling on the host slows the code per cycle: its
+        // cost reads as dynamic stalls, and throughput-bound code's
+        // frequencies as high (the whole-recording scale of 0.75-0.9 on
+        // this project's Zen 4 guest in busy hours).
+        if let Some(share) = time
+            .and_then(|t| code.events[t].core_share)
+            .filter(|s| *s < SHARED_CORE)
+        {
+            warnings.push(format!(
+                "the command had {:.0} % of an idle core (a busy SMT sibling on the host, or a lower clock): cycles and dynamic stalls include it, and frequencies of throughput-bound code may read high",
+                100.0 * share
+            ));
         }
         if code.misaligned_samples > 0 {
             warnings.push(format!(

@@ -38,6 +38,9 @@ pub struct EventInfo {
     pub measures_time: bool,
     /// Mean core cycles per sample over the runs that sampled it.
     pub cycles_per_sample: Option<f64>,
+    /// The share of an idle core the sampled command had, over the runs
+    /// that measured it (schema 7), weighted by their samples.
+    pub core_share: Option<f64>,
 }
 
 /// Counts at one instruction (by file offset).
@@ -152,6 +155,7 @@ impl Profile {
         let mut cols: Vec<EventInfo> = Vec::new();
         let mut of = HashMap::new();
         let mut cps_sum: Vec<(f64, u64)> = Vec::new();
+        let mut share_sum: Vec<(f64, u64)> = Vec::new();
         for e in &self.events {
             let idx = match cols.iter().position(|c| c.name == e.used) {
                 Some(i) => i,
@@ -161,8 +165,10 @@ impl Profile {
                         unit: e.unit.clone(),
                         measures_time: matches!(e.unit.as_str(), "ns" | "cycles"),
                         cycles_per_sample: None,
+                        core_share: None,
                     });
                     cps_sum.push((0.0, 0));
+                    share_sum.push((0.0, 0));
                     cols.len() - 1
                 }
             };
@@ -173,11 +179,21 @@ impl Profile {
                 cps_sum[idx].0 += c * w as f64;
                 cps_sum[idx].1 += w;
             }
+            if let Some(share) = run.and_then(|r| r.core_share) {
+                let w = e.samples.max(1) as u64;
+                share_sum[idx].0 += share * w as f64;
+                share_sum[idx].1 += w;
+            }
             of.insert(e.id, (idx, cps));
         }
         for (c, (s, w)) in cols.iter_mut().zip(cps_sum) {
             if w > 0 {
                 c.cycles_per_sample = Some(s / w as f64);
+            }
+        }
+        for (c, (s, w)) in cols.iter_mut().zip(share_sum) {
+            if w > 0 {
+                c.core_share = Some(s / w as f64);
             }
         }
         (cols, of)
