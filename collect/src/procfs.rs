@@ -102,7 +102,6 @@ pub fn all_pids() -> Vec<u32> {
     pids
 }
 
-/// kernel.perf_event_paranoid as text (for error messages).
 /// The CPU `pid` last ran on (`/proc/PID/stat`'s 39th field).
 pub fn last_cpu(pid: u32) -> Option<u32> {
     parse_last_cpu(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
@@ -119,7 +118,7 @@ fn parse_last_cpu(stat: &str) -> Option<u32> {
 /// (`/proc/stat`'s steal column), in seconds; None where the kernel does
 /// not report it.
 pub fn steal_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let text = fs::read_to_string("/proc/stat").ok()?;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     parse_steal(&text, if hz > 0 { hz as f64 } else { 100.0 })
@@ -133,6 +132,7 @@ fn parse_steal(text: &str, ticks_per_second: f64) -> Option<f64> {
     Some(steal as f64 / ticks_per_second)
 }
 
+/// kernel.perf_event_paranoid as text (for error messages).
 pub fn perf_event_paranoid() -> String {
     fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())

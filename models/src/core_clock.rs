@@ -46,8 +46,9 @@ fn dependent_adds(passes: u64) {
     std::hint::black_box((acc, n));
 }
 
+/// The time-stamp counter.
 #[cfg(target_arch = "x86_64")]
-fn rdtsc() -> u64 {
+pub fn rdtsc() -> u64 {
     // SAFETY: rdtsc is available on every x86-64 CPU.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
