@@ -40,6 +40,9 @@ PROFILE=no record textproc textproc.c 300
 # whole; see BENCHMARKS.md before tuning anything on eventsim.
 LIBS=-lm PROFILE=no record numeric numeric.c 400
 PROFILE=no record eventsim eventsim.c 100
+# Written (session 27) to check the dispatch-loop estimate on switches it
+# was not tuned on: a predictable bytecode loop and a random op stream.
+PROFILE=no record bytecode bytecode.c 10000
 # The I-cache known answer: the wide sweep and its narrow control as two
 # processes of one profile (appids icache#1 and icache#2), no callgrind.
 if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" icache "* ]]; then

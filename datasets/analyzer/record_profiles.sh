@@ -42,3 +42,4 @@ profile msort 200000 30
 profile textproc 300
 profile numeric 400
 profile eventsim 100
+profile bytecode 10000
