@@ -601,6 +601,10 @@ fn table_bound(insns: &[Decoded], jump: usize) -> Option<u64> {
     None
 }
 
+/// Instructions before a table dispatch searched for the `lea` that
+/// loads the table's address.
+const TABLE_LEA_REACH: usize = 32;
+
 fn jump_table(
     insns: &[Decoded],
     k: usize,
@@ -630,19 +634,26 @@ fn jump_table(
         }
     } else if jmp.instr.op0_kind() == OpKind::Register {
         // lea T(%rip),%rX ... movslq (%rX,%rY,4),%rZ; add %rX,%rZ; jmp *%rZ
-        let from = k.saturating_sub(8);
-        let lea = (from..k).rev().find(|&j| {
-            let i = &insns[j].instr;
-            i.mnemonic() == Mnemonic::Lea && i.is_ip_rel_memory_operand()
-        })?;
-        let has_movsxd = (lea..k).any(|j| {
+        // The lea may sit before the loop around the dispatch, beside
+        // other rip-relative leas (bytecode's stack_vm: the table's and a
+        // global array's): the one that sets the movslq's base.
+        let movsxd = (k.saturating_sub(8)..k).rev().find(|&j| {
             let i = &insns[j].instr;
             i.mnemonic() == Mnemonic::Movsxd && i.memory_index_scale() == 4
-        });
-        if !has_movsxd {
+        })?;
+        let base = insns[movsxd].instr.memory_base();
+        let lea = (k.saturating_sub(TABLE_LEA_REACH)..movsxd)
+            .rev()
+            .find(|&j| {
+                let i = &insns[j].instr;
+                i.op0_kind() == OpKind::Register
+                    && i.op0_register().full_register() == base.full_register()
+            })?;
+        let i = &insns[lea].instr;
+        if i.mnemonic() != Mnemonic::Lea || !i.is_ip_rel_memory_operand() {
             return None;
         }
-        table = insns[lea].instr.ip_rel_memory_address();
+        table = i.ip_rel_memory_address();
         for e in 0..limit {
             let bytes = (image.read)(table + 4 * e, 4)?;
             let rel = i32::from_le_bytes(bytes.try_into().ok()?);
