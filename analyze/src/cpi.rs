@@ -34,7 +34,7 @@ use crate::frequency::{
     prepare, BlockObservation, ClassEstimate, Confidence, Frequencies, Guess, Prepared,
 };
 use crate::function_code::FunctionCode;
-use crate::loop_totals::{header_frequency, LoopSamples};
+use crate::loop_totals::{dispatch_mispredicts, dispatch_total, header_frequency, LoopSamples};
 use dcpi_models::classify::shape;
 use dcpi_models::critical_path::critical_path;
 use dcpi_models::machine::Machine;
@@ -277,6 +277,55 @@ fn only_loop_control(cfg: &Cfg, l: &crate::cfg::Loop) -> bool {
     })
 }
 
+/// Fewest blocks of its loop a table dispatch must reach for
+/// [`dispatch_targets`] to take it for an interpreter's switch.
+const DISPATCH_TARGETS: usize = 3;
+
+/// Where a loop holds a dispatch through a table (an indirect jump to at
+/// least [`DISPATCH_TARGETS`] of its own blocks) and its other unsure
+/// branches are its exit, its back edge or a switch's range check: the
+/// cases (the table's targets and the check's default arm). None for any
+/// other loop (and for loops without a dispatch).
+fn dispatch_targets(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<Vec<usize>> {
+    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
+    let dispatches = |b: usize| {
+        cfg.insns[cfg.blocks[b].insns.end - 1].instr.flow_control()
+            == iced_x86::FlowControl::IndirectBranch
+    };
+    let mut targets = Vec::new();
+    for &b in &l.body {
+        let last = &cfg.insns[cfg.blocks[b].insns.end - 1];
+        if !crate::disasm::may_mispredict(last) {
+            continue;
+        }
+        match last.instr.flow_control() {
+            iced_x86::FlowControl::ConditionalBranch
+                if cfg
+                    .successors(b)
+                    .any(|e| e.to == l.header || !in_body(e.to)) => {}
+            // A range check: one way the dispatch, the other a case.
+            iced_x86::FlowControl::ConditionalBranch
+                if cfg.successors(b).any(|e| dispatches(e.to)) =>
+            {
+                targets.extend(cfg.successors(b).map(|e| e.to).filter(|&t| !dispatches(t)));
+            }
+            iced_x86::FlowControl::IndirectBranch => {
+                let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
+                to.sort_unstable();
+                to.dedup();
+                if to.len() < DISPATCH_TARGETS || !to.iter().all(|&t| in_body(t)) {
+                    return None;
+                }
+                targets.extend(to);
+            }
+            _ => return None,
+        }
+    }
+    targets.sort_unstable();
+    targets.dedup();
+    (l.body.iter().any(|&b| dispatches(b)) && !targets.is_empty()).then_some(targets)
+}
+
 /// A loop's total and its header's own estimate further apart than this
 /// factor: the header is a guess ([`Guess::LoopDisagrees`]). At 1.5
 /// rle_decode's run loop on zen4-5k-a lost "high" at 0.97x of the truth;
@@ -302,9 +351,10 @@ const REFILL_SHADOW: usize = 4;
 const SHADOW_JOIN: usize = 3;
 
 /// A join of at least [`SHADOW_JOIN`] short arms (at most
-/// [`REFILL_SHADOW`] instructions each, every one entered after an unsure
-/// branch and leaving by a jump or falling through): a switch's cases
-/// meeting again. A mispredict into any arm refills the arm and runs on
+/// [`REFILL_SHADOW`] instructions each, entered after an unsure branch and
+/// leaving by a jump or falling through), at least half of the arms that
+/// meet there: a switch's cases meeting again (bytecode's stream_vm has
+/// one case of five instructions among twelve). A mispredict into any arm refills the arm and runs on
 /// into the join, whose samples then hold the refill's aftermath as the
 /// arm's do. kernels' interpreter on Zen: its loop latch, one or three
 /// instructions past each mispredicted dispatch target, read +80..+217 %
@@ -318,13 +368,16 @@ fn in_refill_shadow(cfg: &Cfg, b: usize) -> bool {
         .map(|e| e.from)
         .filter(|&a| !cfg.is_padding(a) && !cfg.is_back_edge(a, b))
         .collect();
-    arms.len() >= SHADOW_JOIN
-        && arms.iter().all(|&a| {
+    let short = arms
+        .iter()
+        .filter(|&&a| {
             let arm = &cfg.blocks[a];
             after_unsure(cfg, a)
                 && arm.insns.len() <= REFILL_SHADOW
                 && !crate::disasm::may_mispredict(&cfg.insns[arm.insns.end - 1])
         })
+        .count();
+    short >= SHADOW_JOIN && 2 * short >= arms.len()
 }
 
 /// Whether no other loop's header lies inside loop `l`.
@@ -1038,13 +1091,23 @@ impl<'a> FunctionAnalysis<'a> {
             {
                 continue;
             }
-            if !only_loop_control(cfg, l) {
-                continue;
-            }
+            let dispatch = if only_loop_control(cfg, l) {
+                None
+            } else {
+                match dispatch_targets(cfg, l) {
+                    Some(t) => Some(t),
+                    None => continue,
+                }
+            };
             let Some(path) = loop_path(self.code, &l.body, l.header) else {
                 continue;
             };
-            let trip: f64 = path.iter().map(|&b| self.models[b].cycles).sum();
+            let mut trip: f64 = path.iter().map(|&b| self.models[b].cycles).sum();
+            let mispredicts = dispatch.as_ref().map(|cases| {
+                let runs: Vec<f64> = cases.iter().map(|&t| freq[t]).collect();
+                dispatch_mispredicts(&runs)
+            });
+            trip += mispredicts.unwrap_or(0.0) * refill;
             let mut s = LoopSamples::default();
             for &b in &l.body {
                 for i in cfg.blocks[b].insns.clone() {
@@ -1072,7 +1135,22 @@ impl<'a> FunctionAnalysis<'a> {
                     l.header, self.code.function.name
                 );
             }
-            if let Some(e) = header_frequency(s, entries, trip, cps, refill) {
+            let mut total = header_frequency(s, entries, trip, cps, refill);
+            if let (Some(cases), Some(m), Some(e)) = (&dispatch, mispredicts, total) {
+                let counted: f64 = cases
+                    .iter()
+                    .filter_map(|&t| p.problem.floors.get(t).copied().flatten())
+                    .map(|f| f.0)
+                    .sum();
+                if std::env::var_os("DCPI_DEBUG_FREQ").is_some() {
+                    eprintln!(
+                        "dcpi: dispatch at b{}: {m:.2} mispredicts a trip, {counted:.4e} refills counted, {:.4e} trips",
+                        l.header, e.0
+                    );
+                }
+                total = dispatch_total(e, m, counted);
+            }
+            if let Some(e) = total {
                 match p.problem.estimates[l.header] {
                     // Two measures of one count: weighed together, and
                     // neither trusted where they disagree.
@@ -1087,7 +1165,14 @@ impl<'a> FunctionAnalysis<'a> {
                         }
                     }
                     _ if observed => {}
-                    _ => p.set_estimate(l.header, e),
+                    _ => p.set_estimate(
+                        l.header,
+                        e,
+                        match dispatch {
+                            Some(_) => Guess::DispatchTotal,
+                            None => Guess::LoopTotal,
+                        },
+                    ),
                 }
             }
         }

@@ -115,6 +115,9 @@ pub enum Guess {
     /// Its loop's trip count comes from the loop's samples as a whole, net
     /// of a refill per entry ([`crate::loop_totals`]).
     LoopTotal,
+    /// As [`Guess::LoopTotal`] for a loop around a switch's dispatch,
+    /// each trip also paying a mispredict as often as its cases change.
+    DispatchTotal,
     /// Its own estimate and its loop's total disagree by more than a
     /// factor of two.
     LoopDisagrees,
@@ -137,6 +140,9 @@ impl Guess {
             Guess::LoopUnobserved => "no block of its loop has an estimate of its own",
             Guess::LoopTotal => {
                 "its loop's trip count is from the loop's samples less a refill per entry"
+            }
+            Guess::DispatchTotal => {
+                "its loop's trip count is from the loop's samples, a trip paying a dispatch mispredict as often as its cases change"
             }
             Guess::LoopDisagrees => {
                 "its own samples and its loop's samples as a whole disagree by more than 2x"
@@ -418,9 +424,9 @@ impl Prepared {
     /// Gives block `b` an estimate its class did not (its loop's total,
     /// [`crate::loop_totals`]): evidence for the solve, still a guess for
     /// confidence.
-    pub fn set_estimate(&mut self, b: usize, estimate: (f64, f64)) {
+    pub fn set_estimate(&mut self, b: usize, estimate: (f64, f64), why: Guess) {
         self.problem.estimates[b] = Some(estimate);
-        self.guessed[b] = Some(Guess::LoopTotal);
+        self.guessed[b] = Some(why);
     }
 
     /// Marks block `b` a guess for `why`, unless it already is one.
