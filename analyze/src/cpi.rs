@@ -200,6 +200,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             .dispatch
             .max(a.bounds.ports)
             .max(a.bounds.front_end)
+            .max(a.bounds.taken_branches)
             .min(m.cycles);
         let chain = critical_path(machine, insns);
         if chain > m.cycles && m.cycles > 0.0 {
@@ -475,7 +476,7 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::UnitBusy { .. } => 'u',
         Stall::DispatchWidth => 'w',
         Stall::RobFull => 'r',
-        Stall::FrontEnd { .. } => 'f',
+        Stall::FrontEnd { .. } | Stall::TakenBranch { .. } => 'f',
         Stall::RetireWidth { .. } => 't',
         Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } => 's',
     }

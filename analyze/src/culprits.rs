@@ -137,6 +137,11 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "fetch/decode bytes".into(),
             format!("{bytes_per_cycle} bytes per cycle used up"),
         ),
+        Stall::TakenBranch { per_cycle } => (
+            "taken".into(),
+            "taken branches".into(),
+            format!("fetched after a taken branch ({per_cycle} a cycle)"),
+        ),
         Stall::RetireWidth { per_cycle } => (
             "retire".into(),
             "retire width".into(),

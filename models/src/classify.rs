@@ -179,6 +179,11 @@ pub struct Shape {
     pub extending_load: bool,
     /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
     pub fusible: bool,
+    /// A branch the block's sequence takes (set by [`crate::schedule`]
+    /// from the addresses around it, not by [`shape`]): what follows it
+    /// is fetched from elsewhere (see
+    /// [`crate::machine::Machine::taken_branches_per_cycle`]).
+    pub taken: bool,
     /// A one-operand 64-bit `mul`/`imul`: the high half of its product
     /// (rdx) comes after the low one where the description has the class
     /// `mul_wide_high`.
@@ -1048,6 +1053,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         is_nop,
         extending_load,
         fusible,
+        taken: false,
         wide_mul64,
         logical_flags,
         cond_branch,

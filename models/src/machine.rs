@@ -193,6 +193,13 @@ pub struct Machine {
     #[serde(default)]
     pub sse_avx_transition: u32,
     pub mispredict_penalty: u32,
+    /// Taken branches the front end follows a cycle (0: no limit). The
+    /// instructions after them are fetched in a later cycle, however wide
+    /// dispatch is. Zen 4, measured (`add; cmp; jne` 1.01-1.08 cycles a
+    /// trip; with one, two or three `jmp`s to the next line between 2.03,
+    /// 3.20, 4.04 cycles; through `jmp *%rdx` the same as direct).
+    #[serde(default)]
+    pub taken_branches_per_cycle: u32,
     /// By class name (see [`Machine::class`]; changed through
     /// [`Machine::class_mut`], which keeps the per-class tables right).
     classes: BTreeMap<String, ClassCost>,

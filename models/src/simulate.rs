@@ -154,6 +154,7 @@ pub(crate) enum DispatchStall {
     Width,
     RobFull,
     FrontEnd,
+    TakenBranch,
 }
 
 /// Why retirement held an instruction after it was done (and the older
@@ -1834,6 +1835,11 @@ fn simulate_with<'a, const BIND: bool>(
         bytes: 0,
         owed: 0,
     };
+    // The front end's clock for taken branches (see
+    // `Machine::taken_branches_per_cycle`): the cycle the next instruction
+    // is fetched in at the earliest, and the taken branches followed in it.
+    let taken_limit = m.taken_branches_per_cycle;
+    let (mut fetch_cycle, mut fetch_taken) = (0u64, 0u32);
     let mut retire = RetireState {
         cycle: 0,
         count: 0,
@@ -1899,6 +1905,13 @@ fn simulate_with<'a, const BIND: bool>(
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
         let first_in_cycle = any_group_start && g.costs[g.dyns[i].stat as usize].class.starts_group;
+        while dispatch.cycle < fetch_cycle {
+            // Fetched after a taken branch, in a later cycle.
+            g.dyns[i]
+                .dispatch_stall
+                .get_or_insert(DispatchStall::TakenBranch);
+            dispatch.next_cycle(width);
+        }
         let mut slot;
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
@@ -1937,6 +1950,13 @@ fn simulate_with<'a, const BIND: bool>(
         }
         let dc = dispatch.cycle;
         g.dyns[i].dispatched = dc;
+        if taken_limit > 0 && shapes[g.dyns[i].stat as usize].taken {
+            fetch_taken += 1;
+            if fetch_taken >= taken_limit {
+                fetch_cycle += 1;
+                fetch_taken = 0;
+            }
+        }
         calendar.advance(dc);
         if bind {
             binder.start(dc);

@@ -27,6 +27,9 @@ fn stall_text(s: &Stall) -> String {
         Stall::DispatchWidth => "dispatch width".into(),
         Stall::RobFull => "ROB full".into(),
         Stall::FrontEnd { bytes_per_cycle } => format!("front end ({bytes_per_cycle} B/cycle)"),
+        Stall::TakenBranch { per_cycle } => {
+            format!("fetched after a taken branch ({per_cycle}/cycle)")
+        }
         Stall::RetireWidth { per_cycle } => format!("retire width ({per_cycle}/cycle)"),
         Stall::StoreCommit { per_cycle } => {
             format!("store commit ({per_cycle} line/cycle)")
@@ -46,9 +49,14 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(out, "IPC:                  {:.2}", a.ipc);
     let _ = writeln!(out, "Bottleneck:           {}", a.bottleneck);
     let b = &a.bounds;
+    let taken = if b.taken_branches > 0.0 {
+        format!(", taken branches {:.2}", b.taken_branches)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "Bounds:               dependency chain {:.2}, dispatch {:.2}, ports {:.2} ({}), front end {:.2}\n",
+        "Bounds:               dependency chain {:.2}, dispatch {:.2}, ports {:.2} ({}), front end {:.2}{taken}\n",
         b.dependency_chain, b.dispatch, b.ports, b.busiest_port, b.front_end
     );
     let _ = writeln!(
