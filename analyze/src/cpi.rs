@@ -355,7 +355,8 @@ const SHADOW_JOIN: usize = 3;
 /// [`REFILL_SHADOW`] instructions each, entered after an unsure branch and
 /// leaving by a jump or falling through), at least half of the arms that
 /// meet there: a switch's cases meeting again (bytecode's stream_vm has
-/// one case of five instructions among twelve). A mispredict into any arm refills the arm and runs on
+/// one case of five instructions among twelve). A mispredict into any arm
+/// refills the arm and runs on
 /// into the join, whose samples then hold the refill's aftermath as the
 /// arm's do. kernels' interpreter on Zen: its loop latch, one or three
 /// instructions past each mispredicted dispatch target, read +80..+217 %
@@ -1062,6 +1063,11 @@ impl<'a> FunctionAnalysis<'a> {
     /// the held-out textproc 0.523 -> 0.405 (its word-scanning loop, a
     /// few trips an entry, had a header guessed 3.7x high from the 30 %
     /// of its samples not set aside).
+    ///
+    /// A loop around a switch (see [`dispatch_targets`]) gets one too, its
+    /// trips paying [`crate::loop_totals::dispatch_mispredicts`] refills
+    /// each, where the refills counted at its cases bear that out
+    /// ([`crate::loop_totals::dispatch_total`]).
     ///
     /// Where the header has an estimate of its own, the loop's total is a
     /// second measure of the same count, robust to how the blocks share

@@ -13,7 +13,7 @@
 //! residual. A row over many unknowns (a dispatch block's hundreds of
 //! predecessors) enters as a chain of three-term rows through partial
 //! sums — the same least squares without its dense clique in the normal
-//! matrix (see [`Chain`]). Rows are
+//! matrix (see `Chain`). Rows are
 //! weighted from the ridge (1e-9) to conservation (1e3, relative to the
 //! strongest estimate): at 1e5 the flows only the ridge decides came out
 //! percents apart between elimination orders (msort 21 %), refinement or

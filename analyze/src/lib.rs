@@ -6,7 +6,7 @@
 //!   /proc/kallsyms), source lines from DWARF (addr2line), separate debug
 //!   files found by build-id or .gnu_debuglink, and the `prof` model.
 //! - Instruction level: disassembly (iced-x86, AT&T or Intel), per-function
-//!   CFGs ([`cfg`]: jump tables, tail and noreturn calls, dominators,
+//!   CFGs ([`mod@cfg`]: jump tables, tail and noreturn calls, dominators,
 //!   post-dominators, loops, frequency-equivalence classes), frequencies from
 //!   S = F·C with the pipeline model and flow conservation ([`frequency`],
 //!   [`flow_solve`]), functions tied by their calls solved together

@@ -49,7 +49,7 @@ fn cpuid_identity() -> (String, u32, u32, u32) {
     (vendor, family, model, eax & 0xf)
 }
 
-/// The CPUID leaf 7 features [`crate::Machine::for_cpu`] can tell
+/// The CPUID leaf 7 features [`crate::machine::Machine::for_cpu`] can tell
 /// microarchitectures apart by, as Linux names them in /proc/cpuinfo.
 /// Under KVM the model number is what the hypervisor chose (a Sapphire
 /// Rapids guest here reported family 6 model 0xa7, a Rocket Lake number),

@@ -13,7 +13,9 @@
 //!   calibration built on it ([`calibrate`]).
 //!
 //! Limits: the model assumes every load hits L1 and every branch is
-//! predicted (best case, as DCPI's). Its accuracy against the hosts is in
+//! predicted (best case, as DCPI's). Taken branches limit the front end
+//! only where measured (Zen 4: one a cycle); a call/ret pair's own cost
+//! (about 4 cycles on Zen 4, measured) is not modeled. Its accuracy against the hosts is in
 //! BENCHMARKS.md: Zen 3 3.1 % MAPE / Kendall's τ 0.908 on 276 blocks of
 //! /usr/bin (llvm-mca-19 24.7 % / 0.706), Zen 4 2.9 % / 0.915 (llvm-mca
 //! 26.7 % / 0.716; measured again in session 23, 274 blocks: 2.5 % /

@@ -11,7 +11,7 @@
 //! store-to-load forwarding (same address expression) are modeled.
 //!
 //! The block runs back to back (BHive's "unrolled" definition) or as a loop
-//! body until its retirement repeats exactly (see [`crate::simulate`]);
+//! body until its retirement repeats exactly (see the `simulate` module);
 //! cycles per iteration are measured over whole periods of that steady
 //! state (or, when `iterations` is given, over the second half of that many).
 //! An instruction wider than the dispatch width (microcoded: `xchg` with
@@ -102,8 +102,11 @@ pub struct InsnTiming {
 }
 
 /// How the block repeats. The simulation is the same for both — the block
-/// back to back, a trailing branch predicted taken — the mode labels the
-/// report (and says the last instruction is the loop's back edge).
+/// back to back, every branch predicted — but for one thing: a trailing
+/// conditional branch is taken in a loop (its back edge, unless the loop
+/// comes back to its start by falling through) and falls through
+/// otherwise, which matters where the front end follows a limited number
+/// of taken branches a cycle ([`Machine::taken_branches_per_cycle`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RepeatMode {
@@ -251,9 +254,8 @@ thread_local! {
 /// sequence is not the one after it in memory (a path through several
 /// blocks), an unconditional or indirect jump at the end, and in
 /// [`RepeatMode::Loop`] the last one unless the loop's start follows it
-/// in memory. A block modeled alone
-/// ([`RepeatMode::Unrolled`]) ending in a conditional branch falls
-/// through.
+/// in memory. A block modeled alone ([`RepeatMode::Unrolled`]) ending in
+/// a conditional branch falls through.
 fn mark_taken(block: &[Decoded], shapes: &mut [Shape], mode: RepeatMode) {
     use iced_x86::FlowControl;
     for (k, d) in block.iter().enumerate() {
