@@ -291,11 +291,12 @@ fn accuracy_floors_against_callgrind() {
     }
 }
 
-/// The mean |ln error| over every recorded set (Golden Cove, Zen 3, four
+/// The mean |ln error| over every recorded set (Golden Cove, Zen 3, seven
 /// Zen 4 recordings; `benches/accuracy_sets.py`): a guard on the whole, as
 /// one recording of one workload moves with its noise (btree 0.17-0.56 on
 /// Zen 4). Session 24: 0.348 over all, the worst set 0.393; session 25:
-/// 0.299, the worst set 0.347.
+/// 0.299, the worst set 0.347; session 27 (nine sets): 0.305 -> 0.278, the
+/// worst set (zen4-5k-e, a busy hour) 0.357 -> 0.335.
 #[test]
 fn accuracy_over_every_recorded_set() {
     let sets = [
@@ -305,6 +306,9 @@ fn accuracy_over_every_recorded_set() {
         "zen4-5k-a/",
         "zen4-5k-b/",
         "zen4-5k-c/",
+        "zen4-5k-d/",
+        "zen4-5k-e/",
+        "zen4-5k-f/",
     ];
     let names = ["kernels", "btree", "hashtab", "codec", "msort"];
     let mut all = 0.0;
@@ -315,10 +319,10 @@ fn accuracy_over_every_recorded_set() {
             sum += v["estimators"][0]["mean_log_error"].as_f64().unwrap();
         }
         let mean = sum / names.len() as f64;
-        assert!(mean <= 0.40, "set {set}: mean |ln e| {mean}");
+        assert!(mean <= 0.38, "set {set}: mean |ln e| {mean}");
         all += mean / sets.len() as f64;
     }
-    assert!(all <= 0.33, "mean |ln e| over every set {all}");
+    assert!(all <= 0.295, "mean |ln e| over every set {all}");
 }
 
 /// A profile of four runs of one command (the Zen 3 set): the truth is
