@@ -262,38 +262,31 @@ fn loop_path(code: &FunctionCode, body: &[usize], header: usize) -> Option<Vec<u
     None
 }
 
-/// Whether every branch in loop `l` that may mispredict is its exit or its
-/// back edge: one mispredict per entry then holds ([`crate::loop_totals`]);
-/// a branch between two paths inside it (or a dispatch through a table)
-/// may mispredict on any trip.
-fn only_loop_control(cfg: &Cfg, l: &crate::cfg::Loop) -> bool {
-    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
-    l.body.iter().all(|&b| {
-        let last = &cfg.insns[cfg.blocks[b].insns.end - 1];
-        !crate::disasm::may_mispredict(last)
-            || (last.instr.flow_control() == iced_x86::FlowControl::ConditionalBranch
-                && cfg
-                    .successors(b)
-                    .any(|e| e.to == l.header || !in_body(e.to)))
-    })
-}
-
 /// Fewest blocks of its loop a table dispatch must reach for
-/// [`dispatch_targets`] to take it for an interpreter's switch.
+/// [`unsure_branches`] to take it for an interpreter's switch.
 const DISPATCH_TARGETS: usize = 3;
 
-/// Where a loop holds a dispatch through a table (an indirect jump to at
-/// least [`DISPATCH_TARGETS`] of its own blocks) and its other unsure
-/// branches are its exit, its back edge or a switch's range check: the
-/// cases (the table's targets and the check's default arm). None for any
-/// other loop (and for loops without a dispatch).
-fn dispatch_targets(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<Vec<usize>> {
+/// What may mispredict inside a loop, where a loop total can allow for it
+/// ([`crate::loop_totals`]).
+enum UnsureBranches {
+    /// Only its exit and back edge: one mispredict per entry holds.
+    LoopControl,
+    /// Those, a dispatch through a table (an indirect jump to at least
+    /// [`DISPATCH_TARGETS`] of the loop's blocks) and the switch's range
+    /// check: a mispredict on any trip whose case differs from the last.
+    /// The cases: the table's targets and the check's default arm.
+    Dispatch(Vec<usize>),
+}
+
+/// The unsure branches of loop `l`; None where some other branch between
+/// two paths inside it may mispredict on any trip.
+fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     let in_body = |b: usize| l.body.binary_search(&b).is_ok();
     let dispatches = |b: usize| {
         cfg.insns[cfg.blocks[b].insns.end - 1].instr.flow_control()
             == iced_x86::FlowControl::IndirectBranch
     };
-    let mut targets = Vec::new();
+    let mut cases = Vec::new();
     for &b in &l.body {
         let last = &cfg.insns[cfg.blocks[b].insns.end - 1];
         if !crate::disasm::may_mispredict(last) {
@@ -308,7 +301,7 @@ fn dispatch_targets(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<Vec<usize>> {
             iced_x86::FlowControl::ConditionalBranch
                 if cfg.successors(b).any(|e| dispatches(e.to)) =>
             {
-                targets.extend(cfg.successors(b).map(|e| e.to).filter(|&t| !dispatches(t)));
+                cases.extend(cfg.successors(b).map(|e| e.to).filter(|&t| !dispatches(t)));
             }
             iced_x86::FlowControl::IndirectBranch => {
                 let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
@@ -317,14 +310,18 @@ fn dispatch_targets(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<Vec<usize>> {
                 if to.len() < DISPATCH_TARGETS || !to.iter().all(|&t| in_body(t)) {
                     return None;
                 }
-                targets.extend(to);
+                cases.extend(to);
             }
             _ => return None,
         }
     }
-    targets.sort_unstable();
-    targets.dedup();
-    (l.body.iter().any(|&b| dispatches(b)) && !targets.is_empty()).then_some(targets)
+    cases.sort_unstable();
+    cases.dedup();
+    Some(if cases.is_empty() {
+        UnsureBranches::LoopControl
+    } else {
+        UnsureBranches::Dispatch(cases)
+    })
 }
 
 /// A loop's total and its header's own estimate further apart than this
@@ -1064,7 +1061,7 @@ impl<'a> FunctionAnalysis<'a> {
     /// few trips an entry, had a header guessed 3.7x high from the 30 %
     /// of its samples not set aside).
     ///
-    /// A loop around a switch (see [`dispatch_targets`]) gets one too, its
+    /// A loop around a switch ([`UnsureBranches::Dispatch`]) gets one too, its
     /// trips paying [`crate::loop_totals::dispatch_mispredicts`] refills
     /// each, where the refills counted at its cases bear that out
     /// ([`crate::loop_totals::dispatch_total`]).
@@ -1098,13 +1095,10 @@ impl<'a> FunctionAnalysis<'a> {
             {
                 continue;
             }
-            let dispatch = if only_loop_control(cfg, l) {
-                None
-            } else {
-                match dispatch_targets(cfg, l) {
-                    Some(t) => Some(t),
-                    None => continue,
-                }
+            let dispatch = match unsure_branches(cfg, l) {
+                Some(UnsureBranches::LoopControl) => None,
+                Some(UnsureBranches::Dispatch(cases)) => Some(cases),
+                None => continue,
             };
             let Some(path) = loop_path(self.code, &l.body, l.header) else {
                 continue;
