@@ -523,14 +523,9 @@ fn prof_finds_moved_images_under_symfs() {
 
 /// Block `start` of `func`'s `cpi --format json` on recording `name`.
 fn cpi_block(name: &str, func: &str, start: &str) -> Value {
-    cpi_block_in("", name, func, start)
-}
-
-/// As [`cpi_block`] on the profile recorded on host `set` ("" the top set).
-fn cpi_block_in(set: &str, name: &str, func: &str, start: &str) -> Value {
     let (ok, out, err) = recorded(
         "cpi",
-        format!("{set}/{name}").trim_start_matches('/'),
+        name,
         &["--func", func, "--image", name, "--format", "json"],
     );
     assert!(ok, "{err}");
@@ -612,8 +607,8 @@ fn a_dispatch_loop_pays_its_mispredicts() {
         assert!(within.contains(&(f / truth)), "{start}: {f} for {truth}");
         assert_eq!(b["confidence"], "low", "{start}");
     }
-    let latch = cpi_block_in("zen4-5k-f", "bytecode", "stream_vm", "0x14a8");
-    assert_eq!(latch["confidence"], "low");
+    let report = set_cpi("zen4-5k-f", "bytecode", "stream_vm");
+    assert_eq!(block_at(&report, "0x14a8")["confidence"], "low");
 }
 
 /// A sample lands after the instruction the pipeline waited on; after a
