@@ -3,8 +3,9 @@
 //! pipeline model (S = F·C).
 //!
 //! - Each block is modeled alone (as a loop when it branches to itself);
-//!   its best-case cycles per execution feed the frequency estimate
-//!   ([`crate::frequency`]).
+//!   the blocks on an innermost loop's hot path are also modeled together
+//!   and share the path's cycles (`model_loop_paths`); a block's best-case
+//!   cycles per execution feed the frequency estimate ([`crate::frequency`]).
 //! - Skid: on these hosts a timer sample lands on the instruction *after*
 //!   the one the pipeline waits on (datasets/skid), so each instruction is
 //!   charged the samples of the next one; samples on a block's first
@@ -405,6 +406,17 @@ fn loop_entries(cfg: &crate::cfg::Cfg, l: &crate::cfg::Loop, freq: &[f64]) -> f6
     (freq[h] - back).max(fed)
 }
 
+/// How far a block's share of its loop path's cycles may move from the
+/// share its own model gives it, as a factor either way (see
+/// [`model_loop_paths`]). Mean |ln e| over the 45 recorded cells: 0.278
+/// with the blocks' own shares; 0.269 at 1.5, 0.263 at 1.75 (msort 0.252
+/// -> 0.227, btree 0.303 -> 0.252; textproc 0.421 -> 0.275 and numeric
+/// 0.844 -> 0.788, better on every set; eventsim 0.298 -> 0.344, worse on
+/// four of seven), 0.261 at 2 (but Golden Cove's hashtab loses its `contains`
+/// probe block from ±10 %); without a bound btree's find_index loop took its
+/// whole cycle on the load's compare: btree 0.57.
+const PATH_SHARE_LIMIT: f64 = 1.75;
+
 /// Blocks on an innermost loop's hot path are modeled together, as the
 /// loop runs them (overlapping one block with the next), instead of alone.
 fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockModel]) {
@@ -426,10 +438,30 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
         if path.len() < 2 || path.iter().any(|&b| done[b]) {
             continue;
         }
-        let insns: Vec<dcpi_models::block::Decoded> = path
-            .iter()
-            .flat_map(|&b| cfg.insns[cfg.blocks[b].insns.clone()].iter().cloned())
-            .collect();
+        // The path's instructions, each straight-line leaf callee's body
+        // after its call (as the core runs them); `own[k]`: instruction k
+        // is the path's own, not a callee's. A call to anything else leaves
+        // the path's cycles shared as the blocks' own models share them:
+        // its model would run the call and return back to back.
+        let mut insns: Vec<dcpi_models::block::Decoded> = Vec::new();
+        let mut own: Vec<bool> = Vec::new();
+        let mut opaque_call = false;
+        for &b in &path {
+            for d in &cfg.insns[cfg.blocks[b].insns.clone()] {
+                insns.push(d.clone());
+                own.push(true);
+                if d.instr.flow_control() != iced_x86::FlowControl::Call {
+                    continue;
+                }
+                match crate::disasm::direct_target(d).and_then(|t| code.straight_callees.get(&t)) {
+                    Some(body) => {
+                        insns.extend(body.iter().cloned());
+                        own.extend(std::iter::repeat_n(false, body.len()));
+                    }
+                    _ => opaque_call = true,
+                }
+            }
+        }
         if insns.len() > 400 || insns.iter().any(crate::disasm::is_bad) {
             continue;
         }
@@ -441,16 +473,54 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
                 iterations: UNTIL_STEADY,
             },
         );
-        // The path's cycles shared between its blocks as their own models
-        // share them (per-instruction heads inside a path are too uneven:
-        // one block can hold all of them), keeping the overlap the path shows.
+        // The path's cycles shared between its blocks as the path model
+        // shares them (its cycles at the head of the window in each block:
+        // a long-latency instruction's wait shows in the block that
+        // consumes it), but within a factor of `PATH_SHARE_LIMIT` of the
+        // share the blocks' own models give: per-instruction heads inside
+        // a path are uneven, one block can hold all of them (btree's
+        // find_index loop put its whole cycle on the load's compare and
+        // none on the block its samples land in).
         let alone: f64 = path.iter().map(|&b| models[b].cycles).sum();
-        if alone <= 0.0 {
+        // The path's own cycles: its instructions' heads, not its callees'
+        // (theirs are the callees' samples).
+        let cycles: f64 = a
+            .insns
+            .iter()
+            .zip(&own)
+            .filter(|(_, &o)| o)
+            .map(|(t, _)| t.head_cycles)
+            .sum();
+        if alone <= 0.0 || cycles <= 0.0 {
             continue;
         }
-        let factor = a.cycles_per_iteration / alone;
-        for &b in &path {
+        let factor = cycles / alone;
+        let limit = if opaque_call { 1.0 } else { PATH_SHARE_LIMIT };
+        let mut heads = a
+            .insns
+            .iter()
+            .zip(&own)
+            .filter(|(_, &o)| o)
+            .map(|(t, _)| t.head_cycles);
+        let shares: Vec<f64> = path
+            .iter()
+            .map(|&b| {
+                let h: f64 = heads.by_ref().take(cfg.blocks[b].insns.len()).sum();
+                let own = models[b].cycles * factor;
+                h.clamp(own / limit, own * limit)
+            })
+            .collect();
+        let total: f64 = shares.iter().sum();
+        if total <= 0.0 {
+            continue;
+        }
+        for (&b, share) in path.iter().zip(shares) {
             let m = &mut models[b];
+            let factor = if m.cycles > 0.0 {
+                share * cycles / total / m.cycles
+            } else {
+                factor
+            };
             m.cycles *= factor;
             m.low *= factor;
             for h in &mut m.head {

@@ -10,6 +10,9 @@ use crate::error::{AnalyzeError, Result};
 use crate::image::ElfImage;
 use crate::samples::{EventInfo, ImageSamples};
 use crate::source_lines::SourceLines;
+use dcpi_models::block::Decoded;
+use iced_x86::FlowControl;
+use std::collections::HashMap;
 
 #[derive(Clone)]
 pub struct FunctionCode {
@@ -36,6 +39,40 @@ pub struct FunctionCode {
     /// Per instruction (a `ret`): samples and cycles charged to it from
     /// return addresses in its callers.
     pub from_returns: Vec<(f64, f64)>,
+    /// The bodies of the straight-line leaf functions this one calls
+    /// directly, by entry address ([`straight_leaf`]): a loop path's model
+    /// runs them where the calls are.
+    pub straight_callees: HashMap<u64, Vec<Decoded>>,
+}
+
+/// Most instructions of a callee modeled inside its caller's loop path.
+const STRAIGHT_LEAF_MAX: usize = 32;
+
+/// The instructions of the function starting at `addr` when it is a
+/// straight-line leaf: no branch or call before its `ret`, at most
+/// [`STRAIGHT_LEAF_MAX`] instructions (msort's `compare`, hashtab's `hash`;
+/// not a PLT stub, whose first instruction is a jump).
+pub fn straight_leaf(image: &ElfImage, addr: u64) -> Option<Vec<Decoded>> {
+    let f = image.symbols.function_at(addr)?;
+    if f.start != addr || f.end <= addr {
+        return None;
+    }
+    let len = ((f.end - addr) as usize).min(STRAIGHT_LEAF_MAX * 15);
+    let bytes = image.bytes(addr, len)?;
+    let mut out = Vec::new();
+    for d in disassemble(bytes, addr, Syntax::Att, &|_| None) {
+        if crate::disasm::is_bad(&d) || out.len() == STRAIGHT_LEAF_MAX {
+            return None;
+        }
+        let flow = d.instr.flow_control();
+        out.push(d);
+        match flow {
+            FlowControl::Next => {}
+            FlowControl::Return => return Some(out),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The CFG of a function of `image`: branch targets labeled objdump-style
@@ -158,6 +195,20 @@ impl FunctionCode {
             .iter()
             .map(|d| lines.and_then(|l| l.line(d.addr)))
             .collect();
+        let mut straight_callees = HashMap::new();
+        for d in &cfg.insns {
+            if d.instr.flow_control() != FlowControl::Call {
+                continue;
+            }
+            let Some(target) = crate::disasm::direct_target(d) else {
+                continue;
+            };
+            if let std::collections::hash_map::Entry::Vacant(e) = straight_callees.entry(target) {
+                if let Some(body) = straight_leaf(image, target) {
+                    e.insert(body);
+                }
+            }
+        }
         Ok(FunctionCode {
             image_path: image.path.clone(),
             function: function.clone(),
@@ -170,6 +221,7 @@ impl FunctionCode {
             resident_loads: crate::resident_loads::resident_loads(&cfg.insns, &image.symbols),
             return_site: vec![false; cfg.insns.len()],
             from_returns: vec![(0.0, 0.0); cfg.insns.len()],
+            straight_callees,
             cfg,
         })
     }
