@@ -484,24 +484,20 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
         let alone: f64 = path.iter().map(|&b| models[b].cycles).sum();
         // The path's own cycles: its instructions' heads, not its callees'
         // (theirs are the callees' samples).
-        let cycles: f64 = a
+        let own_heads: Vec<f64> = a
             .insns
             .iter()
             .zip(&own)
             .filter(|(_, &o)| o)
             .map(|(t, _)| t.head_cycles)
-            .sum();
+            .collect();
+        let cycles: f64 = own_heads.iter().sum();
         if alone <= 0.0 || cycles <= 0.0 {
             continue;
         }
         let factor = cycles / alone;
         let limit = if opaque_call { 1.0 } else { PATH_SHARE_LIMIT };
-        let mut heads = a
-            .insns
-            .iter()
-            .zip(&own)
-            .filter(|(_, &o)| o)
-            .map(|(t, _)| t.head_cycles);
+        let mut heads = own_heads.iter();
         let shares: Vec<f64> = path
             .iter()
             .map(|&b| {
