@@ -59,16 +59,20 @@ pub fn straight_leaf(image: &ElfImage, addr: u64) -> Option<Vec<Decoded>> {
     }
     let len = ((f.end - addr) as usize).min(STRAIGHT_LEAF_MAX * 15);
     let bytes = image.bytes(addr, len)?;
-    let mut out = Vec::new();
-    for d in disassemble(bytes, addr, Syntax::Att, &|_| None) {
-        if crate::disasm::is_bad(&d) || out.len() == STRAIGHT_LEAF_MAX {
-            return None;
-        }
-        let flow = d.instr.flow_control();
-        out.push(d);
-        match flow {
+    // Decoded bare first: most callees branch early, and formatting every
+    // instruction of the window was most of this test's cost.
+    let mut dec = iced_x86::Decoder::with_ip(64, bytes, addr, iced_x86::DecoderOptions::NONE);
+    let mut count = 0;
+    while dec.can_decode() && count < STRAIGHT_LEAF_MAX {
+        let i = dec.decode();
+        count += 1;
+        match i.flow_control() {
+            _ if i.is_invalid() => return None,
             FlowControl::Next => {}
-            FlowControl::Return => return Some(out),
+            FlowControl::Return => {
+                let end = dec.position();
+                return Some(disassemble(&bytes[..end], addr, Syntax::Att, &|_| None));
+            }
             _ => return None,
         }
     }
