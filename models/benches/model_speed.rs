@@ -29,6 +29,8 @@
 //! `DCPI_MODEL_WHOLE=1` also models every block of the binary once and
 //! prints how long that took.
 //!
+//! Allocates through mimalloc, as `dcpi` does (its global allocator).
+//!
 //! Run: cargo bench -p dcpi-models --bench model_speed -- [INSTRUCTIONS] [BINARY]
 
 use dcpi_models::block::{decode, Decoded};
@@ -37,6 +39,9 @@ use dcpi_models::schedule::{analyze, Options, RepeatMode};
 use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use object::{Object, ObjectSection};
 use std::time::Instant;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// (address, bytes) of every basic block of `.text`, at most 64 instructions each.
 fn basic_blocks(path: &str) -> Vec<(u64, Vec<u8>)> {
