@@ -1265,19 +1265,23 @@ impl<'a> FunctionAnalysis<'a> {
                 let exits = (0..cfg.blocks.len())
                     .filter(|&b| !in_body(l, b) && cfg.predecessors(b).any(|e| in_body(l, e.from)));
                 let counted = exits.map(|b| refetch_in[b]).sum::<f64>() * cps / refill;
+                // The entries the row allows at most: every cycle a refill's.
+                let most = row.map_or(0.0, |r| r.1 * trip / (trip + refill));
                 if std::env::var_os("DCPI_DEBUG_FREQ").is_some() {
                     eprintln!(
-                        "dcpi: loop row at b{} of {}: {row:?}; refills counted at its exits {counted:.4e}",
+                        "dcpi: loop row at b{} of {}: {row:?}; refills counted at its exits {counted:.4e}, most entries {most:.4e}",
                         l.header, self.code.function.name
                     );
                 }
-                if let Some(r) = row.filter(|r| counted >= ROW_EVIDENCE * r.most_entries) {
+                if let Some((entry_weight, value, sd)) =
+                    row.filter(|_| counted >= ROW_EVIDENCE * most)
+                {
                     p.problem.totals.push(LoopTotal {
                         header: l.header,
                         body: l.body.clone(),
-                        entry_weight: r.entry_weight,
-                        value: r.value,
-                        sd: r.sd,
+                        entry_weight,
+                        value,
+                        sd,
                     });
                     p.guess(l.header, Guess::LoopTotal);
                 }

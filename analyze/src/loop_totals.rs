@@ -143,22 +143,12 @@ pub fn header_frequency(
     Some((freq, sd))
 }
 
-/// A loop's samples as one row over its header's runs and entries:
-/// `back + entry_weight × entries ≈ value ± sd`, in trips.
-#[derive(Debug, Clone, Copy)]
-pub struct TotalRow {
-    pub entry_weight: f64,
-    pub value: f64,
-    pub sd: f64,
-    /// The entries the row allows at most (every cycle a refill's).
-    pub most_entries: f64,
-}
-
-/// The loop's samples as one row ([`TotalRow`], solved as a
-/// [`crate::flow_solve::LoopTotal`]). `entries` and `header` (the
-/// frequencies so far) only share the header's first samples between back
-/// edges and entries and size the error: the row itself leaves both to
-/// the solve. None without samples or a trip.
+/// The loop's samples as one row over its header's runs and entries
+/// ([`crate::flow_solve::LoopTotal`]): (entry weight, value, standard
+/// error), `back + weight × entries ≈ value` in trips. `entries` and
+/// `header` (the frequencies so far) only share the header's first
+/// samples between back edges and entries and size the error: the row
+/// itself leaves both to the solve. None without samples or a trip.
 pub fn total_row(
     s: LoopSamples,
     entries: f64,
@@ -166,7 +156,7 @@ pub fn total_row(
     trip_cycles: f64,
     cycles_per_sample: f64,
     refill: f64,
-) -> Option<TotalRow> {
+) -> Option<(f64, f64, f64)> {
     if trip_cycles <= 0.0 || cycles_per_sample <= 0.0 {
         return None;
     }
@@ -182,21 +172,15 @@ pub fn total_row(
     let cycles = samples * cycles_per_sample;
     let weight = 1.0 + refill / trip_cycles;
     let value = cycles / trip_cycles;
-    // The entries so far, at most as many as the row allows, for the
-    // refill's share of the error.
-    let most_entries = cycles / (trip_cycles + refill);
-    let e_hat = entries.max(0.0).min(most_entries);
+    // Entries as many as the solve could give them at most (every trip an
+    // entry's), for the refill's share of the error.
+    let e_hat = entries.max(0.0).min(cycles / (trip_cycles + refill));
     let h_hat = (value - (weight - 1.0) * e_hat).max(e_hat);
     let sd_refill = REFILL_ERROR * refill * e_hat / trip_cycles;
     let sd_count = samples.sqrt() * cycles_per_sample / trip_cycles;
     let sd_model = crate::frequency::MODEL_ERROR * h_hat;
     let sd = (sd_refill * sd_refill + sd_count * sd_count + sd_model * sd_model).sqrt();
-    Some(TotalRow {
-        entry_weight: weight,
-        value,
-        sd,
-        most_entries,
-    })
+    Some((weight, value, sd))
 }
 
 #[cfg(test)]
@@ -279,8 +263,7 @@ mod tests {
             on_header: 0.0,
             on_exits: 0.0,
         };
-        let r = total_row(s, 3000.0, 10000.0, 2.0, 1.0, 15.0).unwrap();
-        let (w, v, sd) = (r.entry_weight, r.value, r.sd);
+        let (w, v, sd) = total_row(s, 3000.0, 10000.0, 2.0, 1.0, 15.0).unwrap();
         assert!(
             (w - 8.5).abs() < 1e-12 && (v - 17500.0).abs() < 1e-9,
             "{w} {v}"
@@ -288,7 +271,6 @@ mod tests {
         // 9000 trips + 8.5 x 1000 entries = 17500: the truth fits the row.
         assert!((9000.0 + w * 1000.0 - v).abs() < 1e-9);
         let most = 35000.0 / 17.0;
-        assert!((r.most_entries - most).abs() < 1e-9);
         assert!(
             sd >= REFILL_ERROR * 15.0 * most / 2.0 - 1e-9 && sd < v,
             "{sd}"
