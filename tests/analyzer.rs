@@ -296,8 +296,7 @@ fn accuracy_floors_against_callgrind() {
 /// one recording of one workload moves with its noise (btree 0.17-0.56 on
 /// Zen 4). Session 24: 0.348 over all, the worst set 0.393; session 25:
 /// 0.299, the worst set 0.347; session 27 (nine sets): 0.305 -> 0.278, the
-/// worst set (zen4-5k-e, a busy hour) 0.357 -> 0.335; session 29 (loop
-/// rows): 0.263 -> 0.247.
+/// worst set (zen4-5k-e, a busy hour) 0.357 -> 0.335.
 #[test]
 fn accuracy_over_every_recorded_set() {
     let sets = [
@@ -323,7 +322,7 @@ fn accuracy_over_every_recorded_set() {
         assert!(mean <= 0.38, "set {set}: mean |ln e| {mean}");
         all += mean / sets.len() as f64;
     }
-    assert!(all <= 0.255, "mean |ln e| over every set {all}");
+    assert!(all <= 0.275, "mean |ln e| over every set {all}");
 }
 
 /// A loop path's model runs a straight-line leaf callee where its call is
@@ -513,28 +512,6 @@ fn a_loop_total_checks_its_headers_estimate() {
         if b["confidence"] == "high" {
             assert!(ratio > 0.75 && ratio < 1.33, "{set}: {ratio:.2}x at high");
         }
-    }
-}
-
-/// codec's rle_encode on Zen 4: the inner loop's exit mispredicts at
-/// every run's end, the exit block's own samples (the refill's aftermath)
-/// read 4x, and the refills at those entries, guessed first, took all of
-/// the loop's cycles: the loop had no total and the outer loop ran 4x.
-/// The loop's samples are now one row over its trips and entries
-/// (flow_solve's `LoopTotal`), the entries left to the solve. Truth:
-/// 12.29 M runs (x4 on the 5k sets); 0x13fb is the exit block.
-#[test]
-fn a_loop_row_keeps_a_refills_aftermath_from_the_entries() {
-    for (set, runs) in [
-        ("zen4", 1.0),
-        ("zen4-5k-a", 4.0),
-        ("zen4-5k-c", 4.0),
-        ("zen4-5k-f", 4.0),
-    ] {
-        let v = set_cpi(set, "codec", "rle_encode");
-        let b = block_at(&v, "0x13fb");
-        let ratio = b["freq"].as_f64().unwrap_or(0.0) / (runs * 12.2948e6);
-        assert!(ratio > 0.6 && ratio < 1.6, "{set}: {ratio:.2}x");
     }
 }
 

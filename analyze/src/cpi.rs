@@ -31,14 +31,11 @@
 //!   CPI − best case (negative values, "gain", stay visible).
 
 use crate::cfg::{Cfg, Exit};
-use crate::flow_solve::LoopTotal;
 use crate::frequency::{
     prepare, BlockObservation, ClassEstimate, Confidence, Frequencies, Guess, Prepared,
 };
 use crate::function_code::FunctionCode;
-use crate::loop_totals::{
-    dispatch_mispredicts, dispatch_total, header_frequency, total_row, LoopSamples,
-};
+use crate::loop_totals::{dispatch_mispredicts, dispatch_total, header_frequency, LoopSamples};
 use dcpi_models::classify::shape;
 use dcpi_models::critical_path::critical_path;
 use dcpi_models::machine::Machine;
@@ -812,15 +809,6 @@ struct Charges {
     refetch_bounded: Vec<bool>,
 }
 
-/// Share of the entries a loop's row allows at most (every cycle of the
-/// loop a refill's) that the refills counted at its exits must reach for
-/// the row to stand: codec's `rle_encode` (an exit mispredicted at every
-/// run's end) counts 0.48-0.68 on the Zen sets; textproc's word loops
-/// (1.4 trips an entry, exits mostly predicted, the row 2.3x off) 0.36-0.47,
-/// msort's tail copies 0.1-0.3. A thin margin: below 0.5 textproc's
-/// zen4-5k-e went 0.27 -> 0.72.
-const ROW_EVIDENCE: f64 = 0.5;
-
 /// The share of a block's clean samples split to it from a successor
 /// above which its estimate is a guess.
 const GUESSED_SHARE: f64 = 0.9;
@@ -1117,7 +1105,7 @@ impl<'a> FunctionAnalysis<'a> {
         let first = self.first_pass()?;
         let ch = self.charge(Some(first));
         let mut p = prepare(cfg, &self.observe(&ch), c);
-        self.add_loop_totals(&mut p, first, &ch.refetch_in);
+        self.add_loop_totals(&mut p, first);
         let (freq, spread) = crate::frequency::solve_alone(&p);
         let u = self.unstable(&freq, &ch);
         for (b, _) in u.iter().enumerate().filter(|(_, u)| **u) {
@@ -1154,7 +1142,7 @@ impl<'a> FunctionAnalysis<'a> {
     /// zen4-5k-b and codec zen4-5k-b 0.007 worse); "high" samples within
     /// ±10 % 77.0 -> 78.6 %, within ±25 % 79.3 -> 98.1 % (most of that
     /// matmul's whole-recording +30 % becoming +25 %).
-    fn add_loop_totals(&self, p: &mut Prepared, freq: &[f64], refetch_in: &[f64]) {
+    fn add_loop_totals(&self, p: &mut Prepared, freq: &[f64]) {
         let Some(cps) = self.cps else {
             return;
         };
@@ -1254,38 +1242,6 @@ impl<'a> FunctionAnalysis<'a> {
                     ),
                 }
             }
-            // Where the refills at the entries guessed so far would take
-            // all of a loop's cycles (no total), and the loop has no
-            // estimate of its own, its samples are one row over its trips
-            // and entries together, the entries left to the solve (see
-            // `LoopTotal`) — where the refills counted at its exits bear
-            // out that entries do pay one ([`ROW_EVIDENCE`]).
-            if !observed && dispatch.is_none() && total.is_none() {
-                let row = total_row(s, entries, freq[l.header], trip, cps, refill);
-                let exits = (0..cfg.blocks.len())
-                    .filter(|&b| !in_body(l, b) && cfg.predecessors(b).any(|e| in_body(l, e.from)));
-                let counted = exits.map(|b| refetch_in[b]).sum::<f64>() * cps / refill;
-                // The entries the row allows at most: every cycle a refill's.
-                let most = row.map_or(0.0, |r| r.1 * trip / (trip + refill));
-                if std::env::var_os("DCPI_DEBUG_FREQ").is_some() {
-                    eprintln!(
-                        "dcpi: loop row at b{} of {}: {row:?}; refills counted at its exits {counted:.4e}, most entries {most:.4e}",
-                        l.header, self.code.function.name
-                    );
-                }
-                if let Some((entry_weight, value, sd)) =
-                    row.filter(|_| counted >= ROW_EVIDENCE * most)
-                {
-                    p.problem.totals.push(LoopTotal {
-                        header: l.header,
-                        body: l.body.clone(),
-                        entry_weight,
-                        value,
-                        sd,
-                    });
-                    p.guess(l.header, Guess::LoopTotal);
-                }
-            }
         }
     }
 
@@ -1333,7 +1289,7 @@ impl<'a> FunctionAnalysis<'a> {
             }
         }
         let mut p = prepare(&self.code.cfg, &obs, c);
-        self.add_loop_totals(&mut p, freq, &ch.refetch_in);
+        self.add_loop_totals(&mut p, freq);
         let u = self.unstable(freq, &ch);
         for (b, _) in u.iter().enumerate().filter(|(_, u)| **u) {
             p.guess(b, crate::frequency::Guess::Unstable);

@@ -3,9 +3,7 @@
 //! every block's in-flow equals its out-flow, and block frequencies (in-flow)
 //! come as close as possible to the estimates in weighted least squares.
 //! Blocks without an estimate take their frequency from their neighbours;
-//! an entry may carry an estimate of its own (how often callers call in),
-//! and a loop's samples may weigh its trips and entries together (a
-//! [`LoopTotal`] row: back edges + weight × entries).
+//! an entry may carry an estimate of its own (how often callers call in).
 //!
 //! Conservation is a heavily weighted penalty row per block; the normal
 //! equations (sparse, SPD thanks to a tiny ridge) are solved by sparse
@@ -64,31 +62,6 @@ pub struct FlowProblem {
     /// unknown entry), so a split nothing else decides goes to the code
     /// that was seen running rather than half and half. Empty: none.
     pub unsampled: Vec<bool>,
-    /// Loops whose samples, taken as a whole, measure their trips and
-    /// entries together (see [`LoopTotal`]). Empty: none.
-    pub totals: Vec<LoopTotal>,
-}
-
-/// A loop's samples as one measure of its header's runs and entries:
-/// `back + entry_weight × entries ≈ value`, where `back` is the flow into
-/// the header along its back edges and `entries` the flow from outside
-/// the loop. In cycles: a trip along the hot path costs its best case,
-/// and every entry also a refill for the exit it will mispredict
-/// ([`crate::loop_totals`]), so `entry_weight` is 1 + refill / trip and
-/// `value` the loop's cycles over a trip's. Solved with everything else,
-/// the entries are not taken as known first: an exit block whose own
-/// samples are the refill's aftermath (codec's `rle_encode` on Zen 4,
-/// read 4x high) no longer lets its count take all of the loop's cycles.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoopTotal {
-    pub header: usize,
-    /// The loop's blocks, sorted: an arc into the header from one of
-    /// them is a back edge.
-    pub body: Vec<usize>,
-    pub entry_weight: f64,
-    pub value: f64,
-    /// Standard error of `value`.
-    pub sd: f64,
 }
 
 /// How often a function is called, tied to its call sites: the flow into
@@ -297,16 +270,8 @@ fn solve_weighted(
     links: &[Link],
     normal: &NormalPattern,
 ) -> Option<Weighted> {
-    // A part's evidence: its estimates, or its loops' totals where it has
-    // nothing else (they set its scale then).
-    let all = |p: &'_ FlowProblem| -> Vec<(f64, f64)> {
-        let e: Vec<(f64, f64)> = p.estimates.iter().flatten().copied().collect();
-        if e.is_empty() {
-            p.totals.iter().map(|t| (t.value, t.sd)).collect()
-        } else {
-            e
-        }
-    };
+    let all =
+        |p: &'_ FlowProblem| -> Vec<(f64, f64)> { p.estimates.iter().flatten().copied().collect() };
     if parts.iter().all(|p| all(p).is_empty()) {
         return None;
     }
@@ -544,31 +509,6 @@ fn least_squares_rows(
                 }
             }
         }
-        for t in &p.totals {
-            let g = base[k] + t.header;
-            let coef: Vec<(usize, f64)> = ins[g]
-                .iter()
-                .map(|&a| {
-                    let back = arcs[a]
-                        .from
-                        .is_some_and(|f| t.body.binary_search(&f).is_ok());
-                    (a, if back { 1.0 } else { t.entry_weight })
-                })
-                .collect();
-            if coef.is_empty() {
-                continue;
-            }
-            let scale = r.scales[k];
-            let sigma = (t.sd / scale).max(1e-4);
-            rows.push((
-                RowKey::Total(g),
-                Row {
-                    coef,
-                    rhs: t.value / scale,
-                    weight: 1.0 / (sigma * sigma) / r.wmax,
-                },
-            ));
-        }
     }
     for (k, l) in links.iter().enumerate() {
         let a = r.first_entry[l.callee] + l.entry;
@@ -725,7 +665,6 @@ enum RowKey {
     Conservation(usize),
     Estimate(usize),
     Link(usize),
-    Total(usize),
 }
 
 /// Which unknowns can share a row, whatever the weights and whichever
@@ -757,12 +696,6 @@ fn pattern_rows(
             row.extend(&ins[base[part] + b]);
         }
         rows.push((RowKey::Link(k), row));
-    }
-    for (k, p) in parts.iter().enumerate() {
-        for t in &p.totals {
-            let g = base[k] + t.header;
-            rows.push((RowKey::Total(g), ins[g].clone()));
-        }
     }
     for (_, row) in &mut rows {
         row.sort_unstable();
@@ -1044,7 +977,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         let callee = FlowProblem {
             blocks: 2,
@@ -1055,7 +987,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         let parts = [caller, callee];
         let links = [Link {
@@ -1139,7 +1070,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         let forward = solve(&p).unwrap();
         REVERSED_ORDER.with(|r| r.set(true));
@@ -1170,7 +1100,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         }
     }
 
@@ -1223,7 +1152,6 @@ mod tests {
         // arm 1 instead of half and half.
         let p = FlowProblem {
             unsampled: vec![false, false, true, false],
-            totals: vec![],
             ..diamond([None, None])
         };
         let f = solve(&p).unwrap();
@@ -1233,42 +1161,6 @@ mod tests {
         q.estimates[2] = Some((40.0, 4.0));
         let f = solve(&q).unwrap();
         assert!((f[2] - 40.0).abs() < 2.0, "{f:?}");
-    }
-
-    #[test]
-    fn a_loop_total_ties_its_entries_to_its_trips() {
-        // An outer loop 0 -> inner header 1 <-> body 2, exit 1 -> 3 -> 0,
-        // entered at 0 and left at 3 (codec's rle_encode). Truth: the
-        // inner loop entered 10 times, 100 trips; one trip 1 cycle, a
-        // refill 13: its samples say back + 14 x entries = 90 + 140 = 230.
-        // The exit block's own samples (a refill's aftermath) read 4x high.
-        let p = FlowProblem {
-            blocks: 4,
-            edges: vec![(0, 1), (1, 2), (2, 1), (1, 3), (3, 0)],
-            entries: vec![0],
-            exits: vec![3],
-            estimates: vec![None, None, Some((80.0, 80.0)), Some((40.0, 40.0))],
-            ranges: vec![],
-            floors: vec![],
-            unsampled: vec![],
-            totals: vec![],
-        };
-        let alone = solve(&p).unwrap();
-        assert!(alone[3] > 30.0, "the exit's guess decides: {alone:?}");
-        let with_total = FlowProblem {
-            totals: vec![LoopTotal {
-                header: 1,
-                body: vec![1, 2],
-                entry_weight: 14.0,
-                value: 230.0,
-                sd: 23.0,
-            }],
-            ..p
-        };
-        let f = solve(&with_total).unwrap();
-        assert!((f[3] - 10.0).abs() < 4.0, "entries from the total: {f:?}");
-        assert!((f[1] - 100.0).abs() < 25.0, "trips from the total: {f:?}");
-        assert!(close(f[1], f[2] + f[3]), "{f:?}");
     }
 
     #[test]
@@ -1289,7 +1181,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -1313,7 +1204,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
@@ -1332,7 +1222,6 @@ mod tests {
                 ranges: vec![],
                 floors: vec![],
                 unsampled: vec![],
-                totals: vec![],
             },
             FlowProblem {
                 blocks: 1,
@@ -1343,7 +1232,6 @@ mod tests {
                 ranges: vec![],
                 floors: vec![],
                 unsampled: vec![],
-                totals: vec![],
             },
         ]
     }
@@ -1410,7 +1298,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         let main = part(
             2,
@@ -1515,7 +1402,6 @@ mod tests {
             ranges: vec![],
             floors: vec![],
             unsampled: vec![],
-            totals: vec![],
         };
         assert!(solve(&p).is_none());
     }

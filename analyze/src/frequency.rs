@@ -538,7 +538,6 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
         ranges,
         floors,
         unsampled: obs.iter().map(|o| o.samples + o.excluded < 0.5).collect(),
-        totals: Vec::new(),
     };
     // A loop none of whose blocks has an estimate of its own (every sample
     // in it a refetch suspect: codec's rle_encode inner loop) has its trip
@@ -612,12 +611,6 @@ pub fn debug_dump(function: &str, p: &Prepared, freq: &[f64]) {
                 ""
             },
             f(freq.get(b).copied()),
-        );
-    }
-    for t in &p.problem.totals {
-        eprintln!(
-            "  loop total at b{}: back + {:.2} x entries = {:.4e} ± {:.4e}",
-            t.header, t.entry_weight, t.value, t.sd
         );
     }
 }

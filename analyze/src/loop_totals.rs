@@ -12,12 +12,7 @@
 //! path, is how often its header ran (on the recorded find_index: 422 M
 //! cycles, 19.6 M entries × 17, 1.0 cycle a trip → 89 M, callgrind 102 M).
 //! Where the loop's header has an estimate of its own, the total is a
-//! second measure beside it (`cpi.rs` `add_loop_totals`). Where the
-//! entries guessed first would leave no cycles for trips (their guess
-//! itself inflated by a refill's aftermath), the samples instead become
-//! one row over trips and entries together ([`total_row`], solved in
-//! `flow_solve` as a `LoopTotal`), if the refills counted at the loop's
-//! exits bear out that entries pay one.
+//! second measure beside it (`cpi.rs` `add_loop_totals`).
 //!
 //! A loop around a switch (an interpreter's dispatch through a jump
 //! table) mispredicts inside its body too: each trip also pays a refill as
@@ -143,46 +138,6 @@ pub fn header_frequency(
     Some((freq, sd))
 }
 
-/// The loop's samples as one row over its header's runs and entries
-/// ([`crate::flow_solve::LoopTotal`]): (entry weight, value, standard
-/// error), `back + weight × entries ≈ value` in trips. `entries` and
-/// `header` (the frequencies so far) only share the header's first
-/// samples between back edges and entries and size the error: the row
-/// itself leaves both to the solve. None without samples or a trip.
-pub fn total_row(
-    s: LoopSamples,
-    entries: f64,
-    header: f64,
-    trip_cycles: f64,
-    cycles_per_sample: f64,
-    refill: f64,
-) -> Option<(f64, f64, f64)> {
-    if trip_cycles <= 0.0 || cycles_per_sample <= 0.0 {
-        return None;
-    }
-    let back_share = if header > 0.0 {
-        (1.0 - entries / header).max(0.0)
-    } else {
-        0.0
-    };
-    let samples = s.inside + s.on_exits + s.on_header * back_share;
-    if samples <= 0.0 {
-        return None;
-    }
-    let cycles = samples * cycles_per_sample;
-    let weight = 1.0 + refill / trip_cycles;
-    let value = cycles / trip_cycles;
-    // Entries as many as the solve could give them at most (every trip an
-    // entry's), for the refill's share of the error.
-    let e_hat = entries.max(0.0).min(cycles / (trip_cycles + refill));
-    let h_hat = (value - (weight - 1.0) * e_hat).max(e_hat);
-    let sd_refill = REFILL_ERROR * refill * e_hat / trip_cycles;
-    let sd_count = samples.sqrt() * cycles_per_sample / trip_cycles;
-    let sd_model = crate::frequency::MODEL_ERROR * h_hat;
-    let sd = (sd_refill * sd_refill + sd_count * sd_count + sd_model * sd_model).sqrt();
-    Some((weight, value, sd))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,32 +206,6 @@ mod tests {
         let entries = 18.7e6;
         let (f, _) = header_frequency(s, entries, 1.0, 148.3e3, 17.0).unwrap();
         assert!(f > 3.0 * entries && f < 120e6, "{f}");
-    }
-
-    #[test]
-    fn a_total_row_leaves_the_entries_to_the_solve() {
-        // As `refills_come_off_the_loops_cycles`, with the entries guessed
-        // 3x high: the row is the same (35000 cycles, 2 a trip, 15 more an
-        // entry), its refill error sized by the most entries it allows.
-        let s = LoopSamples {
-            inside: 35000.0,
-            on_header: 0.0,
-            on_exits: 0.0,
-        };
-        let (w, v, sd) = total_row(s, 3000.0, 10000.0, 2.0, 1.0, 15.0).unwrap();
-        assert!(
-            (w - 8.5).abs() < 1e-12 && (v - 17500.0).abs() < 1e-9,
-            "{w} {v}"
-        );
-        // 9000 trips + 8.5 x 1000 entries = 17500: the truth fits the row.
-        assert!((9000.0 + w * 1000.0 - v).abs() < 1e-9);
-        let most = 35000.0 / 17.0;
-        assert!(
-            sd >= REFILL_ERROR * 15.0 * most / 2.0 - 1e-9 && sd < v,
-            "{sd}"
-        );
-        assert!(header_frequency(s, 3000.0, 2.0, 1.0, 15.0).is_none());
-        assert!(total_row(LoopSamples::default(), 1.0, 1.0, 2.0, 1.0, 15.0).is_none());
     }
 
     #[test]
