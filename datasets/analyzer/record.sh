@@ -43,6 +43,10 @@ PROFILE=no record eventsim eventsim.c 100
 # Written (session 27) to check the dispatch-loop estimate on switches it
 # was not tuned on: a predictable bytecode loop and a random op stream.
 PROFILE=no record bytecode bytecode.c 10000
+# Held out (session 29, written so eventsim may be looked into): a
+# Boyer-Moore-Horspool search, a CSR sparse product and short insertion
+# sorts; measured only as a whole.
+PROFILE=no record search search.c 400
 # The I-cache known answer: the wide sweep and its narrow control as two
 # processes of one profile (appids icache#1 and icache#2), no callgrind.
 if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" icache "* ]]; then

@@ -43,3 +43,4 @@ profile textproc 300
 profile numeric 400
 profile eventsim 100
 profile bytecode 10000
+profile search 400
