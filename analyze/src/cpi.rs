@@ -274,13 +274,14 @@ enum UnsureBranches {
     LoopControl,
     /// Those, a dispatch through a table (an indirect jump to at least
     /// [`DISPATCH_TARGETS`] of the loop's blocks) and the switch's range
-    /// check: a mispredict on any trip whose case differs from the last.
-    /// The cases: the table's targets and the check's default arm.
+    /// check, or an if/else inside the body (a switch of two): a
+    /// mispredict on any trip whose case differs from the last. The cases:
+    /// the table's targets, the check's default arm, the if/else's arms.
     Dispatch(Vec<usize>),
 }
 
-/// The unsure branches of loop `l`; None where some other branch between
-/// two paths inside it may mispredict on any trip.
+/// The unsure branches of loop `l`; None where an indirect jump inside it
+/// reaches too few of its blocks, or some outside it, to be a dispatch.
 fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     let in_body = |b: usize| l.body.binary_search(&b).is_ok();
     let dispatches = |b: usize| {
@@ -303,6 +304,13 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
                 if cfg.successors(b).any(|e| dispatches(e.to)) =>
             {
                 cases.extend(cfg.successors(b).map(|e| e.to).filter(|&t| !dispatches(t)));
+            }
+            // An if/else inside the body: its arms are the cases of a
+            // switch of two (eventsim's heap `pop`: which child is smaller).
+            iced_x86::FlowControl::ConditionalBranch
+                if cfg.successors(b).all(|e| in_body(e.to) && e.to != l.header) =>
+            {
+                cases.extend(cfg.successors(b).map(|e| e.to));
             }
             iced_x86::FlowControl::IndirectBranch => {
                 let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
