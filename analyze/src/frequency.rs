@@ -128,6 +128,10 @@ pub enum Guess {
     /// were set aside (refetch suspects, a caller's): the estimate stands
     /// on the rest.
     MostlySetAside,
+    /// It leads into a loop more often than the loop's samples allow at
+    /// one refill an entry ([`crate::loop_totals::header_frequency`] found
+    /// no room for trips).
+    OverfillsLoop,
 }
 
 impl Guess {
@@ -150,6 +154,9 @@ impl Guess {
             Guess::Unstable => "it moved by more than half between the two passes",
             Guess::MostlySetAside => {
                 "most of its samples were set aside as a refill's or a caller's: the estimate rests on the rest"
+            }
+            Guess::OverfillsLoop => {
+                "it enters a loop more often than the loop's samples allow at one refill an entry"
             }
         }
     }

@@ -141,6 +141,15 @@ pub fn header_frequency(
     Some((freq, sd))
 }
 
+/// Whether one refill for each of `entries` would take (nearly) all the
+/// cycles of the loop's samples `s`, leaving no room for its trips: the
+/// entries are more than the loop allows (None from [`header_frequency`]
+/// for that reason, not for want of samples).
+pub fn overfilled(s: LoopSamples, entries: f64, cycles_per_sample: f64, refill: f64) -> bool {
+    let gross = (s.inside + s.on_exits + s.on_header) * cycles_per_sample;
+    gross > 0.0 && entries * refill > (1.0 - MIN_NET_SHARE) * gross
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +218,19 @@ mod tests {
         let entries = 18.7e6;
         let (f, _) = header_frequency(s, entries, 1.0, 148.3e3, 17.0).unwrap();
         assert!(f > 3.0 * entries && f < 120e6, "{f}");
+    }
+
+    #[test]
+    fn entries_that_overfill_their_loop_are_told_apart() {
+        let s = LoopSamples {
+            inside: 15500.0,
+            ..Default::default()
+        };
+        // 1000 entries x 15 cycles against 15500 cycles: no room for trips.
+        assert!(overfilled(s, 1000.0, 1.0, 15.0));
+        assert!(!overfilled(s, 100.0, 1.0, 15.0));
+        // A loop without samples says nothing of its entries.
+        assert!(!overfilled(LoopSamples::default(), 1000.0, 1.0, 15.0));
     }
 
     #[test]
