@@ -1218,13 +1218,8 @@ impl<'a> FunctionAnalysis<'a> {
             // past the inner loop's mispredicted exit, read 4.5x at high
             // confidence), whatever evidence the blocks leading in have.
             if total.is_none() && dispatch.is_none() && overfilled(s, entries, cps, refill) {
-                let leads_in = cfg
-                    .predecessors(l.header)
-                    .filter(|e| !in_body(l, e.from))
-                    .map(|e| e.from)
-                    .collect::<Vec<_>>();
-                for a in leads_in {
-                    for &b in &cfg.classes[cfg.class_of[a]] {
+                for e in cfg.predecessors(l.header).filter(|e| !in_body(l, e.from)) {
+                    for &b in &cfg.classes[cfg.class_of[e.from]] {
                         p.guess(b, Guess::OverfillsLoop);
                     }
                 }

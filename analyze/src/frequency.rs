@@ -129,8 +129,8 @@ pub enum Guess {
     /// on the rest.
     MostlySetAside,
     /// It leads into a loop more often than the loop's samples allow at
-    /// one refill an entry ([`crate::loop_totals::header_frequency`] found
-    /// no room for trips).
+    /// one refill an entry ([`crate::loop_totals::overfilled`]: no room
+    /// left for trips).
     OverfillsLoop,
 }
 
