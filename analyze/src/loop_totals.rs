@@ -150,6 +150,20 @@ pub fn overfilled(s: LoopSamples, entries: f64, cycles_per_sample: f64, refill: 
     gross > 0.0 && entries * refill > (1.0 - MIN_NET_SHARE) * gross
 }
 
+/// Whether one refill for each of `entries` would take more than all the
+/// cycles of the loop's samples `s`: entries the loop cannot have had,
+/// whatever its trips (stronger than [`overfilled`], which leaves a
+/// margin for the refill's figure).
+pub fn impossible_entries(
+    s: LoopSamples,
+    entries: f64,
+    cycles_per_sample: f64,
+    refill: f64,
+) -> bool {
+    let gross = (s.inside + s.on_exits + s.on_header) * cycles_per_sample;
+    gross > 0.0 && entries * refill > gross
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +245,19 @@ mod tests {
         assert!(!overfilled(s, 100.0, 1.0, 15.0));
         // A loop without samples says nothing of its entries.
         assert!(!overfilled(LoopSamples::default(), 1000.0, 1.0, 15.0));
+    }
+
+    #[test]
+    fn entries_a_loop_cannot_have_had_are_told_apart() {
+        let s = LoopSamples {
+            inside: 15500.0,
+            ..Default::default()
+        };
+        // 1000 x 15 cycles is within 15500: overfilled, not impossible.
+        assert!(overfilled(s, 1000.0, 1.0, 15.0));
+        assert!(!impossible_entries(s, 1000.0, 1.0, 15.0));
+        assert!(impossible_entries(s, 1100.0, 1.0, 15.0));
+        assert!(!impossible_entries(LoopSamples::default(), 1e9, 1.0, 15.0));
     }
 
     #[test]
