@@ -44,3 +44,4 @@ profile numeric 400
 profile eventsim 100
 profile bytecode 10000
 profile search 400
+profile matchers 240
