@@ -260,7 +260,11 @@ fn within(v: &Value, estimator: usize, scaled: bool, tol: usize) -> f64 {
 /// hashtab's scaled share sits on such an edge too: counted refills as
 /// estimates (session 30) moved `hash` +33 -> +38 % and `contains`' entry
 /// +45 -> +53 % (mean |ln e| 0.411 -> 0.413), and the fitted scale took
-/// the scaled share 0.53 -> 0.30.
+/// the scaled share 0.53 -> 0.30; straight estimates leaning up their
+/// range (frequency.rs RANGE_LEAN) took it to 0.61 (|ln e| 0.275). The
+/// same session, ranged estimates stopped rising to upper bounds alone:
+/// msort's loop now follows `compare` on the Zen 4 sets (unscaled 1-16 %
+/// -> 64-97 %); on this one it was at 0.96 already.
 /// The mean |ln error| (smooth where the shares jump) has a ceiling a
 /// little above today's, and is under half the naive estimator's.
 #[test]
@@ -268,9 +272,9 @@ fn accuracy_floors_against_callgrind() {
     for (name, floor, unscaled, over_naive, log_ceiling) in [
         ("kernels", 0.6, 0.6, 2.0, 0.25),
         ("codec", 0.45, 0.55, 2.0, 0.3),
-        ("msort", 0.85, 0.0, 2.0, 0.25),
+        ("msort", 0.85, 0.8, 2.0, 0.25),
         ("btree", 0.25, 0.0, 1.5, 0.3),
-        ("hashtab", 0.25, 0.12, 2.0, 0.45),
+        ("hashtab", 0.45, 0.12, 2.0, 0.45),
     ] {
         let v = accuracy(name);
         assert_eq!(v["estimators"][0]["estimator"], "dcpi");

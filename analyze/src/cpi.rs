@@ -445,6 +445,9 @@ fn exits_at_their_refills(cfg: &Cfg, l: &crate::cfg::Loop, p: &mut Prepared) {
         for &b in &cfg.classes[cfg.class_of[x]] {
             if p.problem.estimates[b].is_some_and(|(e, _)| e > n) {
                 p.problem.estimates[b] = Some((n, EXIT_REFETCH_ERROR * n));
+                if let Some(u) = p.problem.upper.get_mut(b) {
+                    *u = false;
+                }
             }
         }
     }
