@@ -354,6 +354,11 @@ impl Cfg {
         self.in_edges[b].iter().map(|&k| &self.edges[k])
     }
 
+    /// Block `b`'s last instruction (its branch, where it ends in one).
+    pub fn last_insn(&self, b: usize) -> &Decoded {
+        &self.insns[self.blocks[b].insns.end - 1]
+    }
+
     /// Alignment padding: a block nothing jumps or falls into, made of
     /// no-ops only (gcc's `nopw`, `xchg %ax,%ax`, `int3`). It never runs; its
     /// fall-through edge into the next block is an artefact of layout.

@@ -288,13 +288,11 @@ enum UnsureBranches {
 /// reaches too few of its blocks, or some outside it, to be a dispatch.
 fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     let in_body = |b: usize| l.body.binary_search(&b).is_ok();
-    let dispatches = |b: usize| {
-        cfg.insns[cfg.blocks[b].insns.end - 1].instr.flow_control()
-            == iced_x86::FlowControl::IndirectBranch
-    };
+    let dispatches =
+        |b: usize| cfg.last_insn(b).instr.flow_control() == iced_x86::FlowControl::IndirectBranch;
     let mut cases = Vec::new();
     for &b in &l.body {
-        let last = &cfg.insns[cfg.blocks[b].insns.end - 1];
+        let last = cfg.last_insn(b);
         if !crate::disasm::may_mispredict(last) {
             continue;
         }
@@ -348,8 +346,7 @@ const LOOP_DISAGREES: f64 = 2.0;
 /// branch: its samples may include what follows a mispredict's refill.
 fn after_unsure(cfg: &Cfg, b: usize) -> bool {
     cfg.predecessors(b).any(|e| {
-        !cfg.is_back_edge(e.from, b)
-            && crate::disasm::may_mispredict(&cfg.insns[cfg.blocks[e.from].insns.end - 1])
+        !cfg.is_back_edge(e.from, b) && crate::disasm::may_mispredict(cfg.last_insn(e.from))
     })
 }
 
@@ -386,7 +383,7 @@ fn in_refill_shadow(cfg: &Cfg, b: usize) -> bool {
             let arm = &cfg.blocks[a];
             after_unsure(cfg, a)
                 && arm.insns.len() <= REFILL_SHADOW
-                && !crate::disasm::may_mispredict(&cfg.insns[arm.insns.end - 1])
+                && !crate::disasm::may_mispredict(cfg.last_insn(a))
         })
         .count();
     short >= SHADOW_JOIN && 2 * short >= arms.len()
@@ -408,7 +405,7 @@ fn refill_target(cfg: &Cfg, b: usize) -> bool {
         .map(|e| e.from)
         .filter(|&p| !cfg.is_padding(p))
         .collect();
-    let last = |p: usize| &cfg.insns[cfg.blocks[p].insns.end - 1];
+    let last = |p: usize| cfg.last_insn(p);
     let mispredicted_into = |p: usize| {
         crate::disasm::may_mispredict(last(p))
             && (cfg.leaves_loop(p, b)
@@ -1092,7 +1089,7 @@ impl<'a> FunctionAnalysis<'a> {
                 // mispredicted): the one with no clean evidence went from
                 // -99 % to -39 % on Zen 4.
                 let in_loop_arm = cfg.predecessors(b).any(|e| {
-                    let last = &cfg.insns[cfg.blocks[e.from].insns.end - 1];
+                    let last = cfg.last_insn(e.from);
                     !cfg.is_back_edge(e.from, b)
                         && !cfg.loops_of[e.from].is_empty()
                         && crate::disasm::may_mispredict(last)
