@@ -42,7 +42,10 @@ NAMES = ["kernels", "btree", "hashtab", "codec", "msort"]
 # 29), not at their sets' own times. matchers (session 30) was written so
 # search could be looked into, and holds out in its place: a recursive
 # matcher, base64 and a Bloom filter calling its hashes through pointers.
-EXTRA = ["textproc", "numeric", "eventsim", "bytecode", "search", "matchers"]
+# dynprog (session 31) was written so matchers could be looked into, and
+# holds out in its place: edit distance, LCS, a knapsack row, printing in a
+# run-time base.
+EXTRA = ["textproc", "numeric", "eventsim", "bytecode", "search", "matchers", "dynprog"]
 
 
 def all_sets():

@@ -51,6 +51,10 @@ PROFILE=no record search search.c 400
 # regular-expression matcher, base64 and a Bloom filter's probe calls;
 # measured only as a whole.
 PROFILE=no record matchers matchers.c 240
+# Held out (session 31, written so matchers may be looked into): edit
+# distance, LCS, a knapsack row and printing in a run-time base; measured
+# only as a whole.
+PROFILE=no record dynprog dynprog.c 1400
 # The I-cache known answer: the wide sweep and its narrow control as two
 # processes of one profile (appids icache#1 and icache#2), no callgrind.
 if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" icache "* ]]; then

@@ -45,3 +45,4 @@ profile eventsim 100
 profile bytecode 10000
 profile search 400
 profile matchers 240
+profile dynprog 1400
