@@ -46,6 +46,9 @@ NAMES = ["kernels", "btree", "hashtab", "codec", "msort"]
 # holds out in its place: edit distance, LCS, a knapsack row, printing in a
 # run-time base.
 EXTRA = ["textproc", "numeric", "eventsim", "bytecode", "search", "matchers", "dynprog"]
+# The one held out now: its row prints only its mean (and the base's), so
+# a change is not tuned on its cells by looking.
+HELD_OUT = "dynprog"
 
 
 def all_sets():
@@ -120,6 +123,13 @@ def main():
         have = [s for s in sets if (s, n) in got_extra]
         if not have:
             continue
+        mean = sum(got_extra[(s, n)][0] for s in have) / len(have)
+        if n == HELD_OUT:
+            was = (f" (base {sum(before[(s, n)] for s in have) / len(have):.3f})"
+                   if before else "")
+            print(f"| {n} (held out: its mean only) | " + " | ".join("-" for _ in sets)
+                  + f" | {mean:.3f}{was} |")
+            continue
         cells = []
         for s in sets:
             if (s, n) not in got_extra:
@@ -127,7 +137,6 @@ def main():
                 continue
             lg, un, sc, _ = got_extra[(s, n)]
             cells.append(cell((s, n), lg) + (f" ({100 * un:.0f}/{100 * sc:.0f})" if shares else ""))
-        mean = sum(got_extra[(s, n)][0] for s in have) / len(have)
         print(f"| {n} (not in the means) | " + " | ".join(cells) + f" | {mean:.3f} |")
     if shares:
         un = sum(got[k][1] for k in got) / len(got)
