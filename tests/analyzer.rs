@@ -1282,3 +1282,23 @@ fn extra_events_confirm_or_rule_out_culprits() {
         "{c}"
     );
 }
+
+/// matchers' `bloom_has`: a loop calling a hash through a table of
+/// pointers, left by an early-out exit (7.5 M of 9.6 M calls) whose
+/// refills are counted. The exit solved to zero under a weak estimate
+/// above its floor, and the loop (no direct call to link to its callees)
+/// rose to an upper bound at +990 %; now the floor holds and the loop
+/// takes its total from its samples.
+#[test]
+fn a_loop_calling_through_pointers_takes_its_total_and_keeps_its_exit() {
+    for (set, runs) in [("zen4", 1.0), ("zen4-5k-a", 4.0), ("zen4-5k-d", 4.0)] {
+        let v = set_cpi(set, "matchers", "bloom_has");
+        let exits = block_at(&v, "0x1980")["freq"].as_f64().unwrap_or(0.0) / (runs * 7.5292e6);
+        let trips = block_at(&v, "0x194f")["freq"].as_f64().unwrap_or(0.0) / (runs * 18.809e6);
+        assert!(
+            exits > 0.5 && exits < 2.0,
+            "{set}: early exits at {exits:.2}x"
+        );
+        assert!(trips > 0.5 && trips < 3.0, "{set}: trips at {trips:.2}x");
+    }
+}

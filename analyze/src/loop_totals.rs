@@ -33,8 +33,11 @@
 //! entry it did not pay (an estimate from below, small where trips are
 //! many); a dispatch whose predictor does better than chance on a stream
 //! it has half learned is charged too many refills (an estimate from
-//! below). Loops with calls are left alone: their callees' samples land
-//! elsewhere.
+//! below). Loops with direct calls are left alone (their counts are tied
+//! to their callees' entries in the linked solve, and their trips' cycles
+//! include the calls' own, which the model does not see); a loop calling
+//! through a pointer has nothing else to say how often it ran, and takes
+//! its total (samples on the call's return address are the callee's).
 
 /// Relative error of the refill per entry (the penalty varies with what
 /// the refill finds in the caches; find_index's fits 16.4 of 17 cycles).
