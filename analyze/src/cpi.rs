@@ -220,6 +220,23 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
     m
 }
 
+/// Whether block `b` calls code its model does not run with it: through a
+/// pointer, or a callee that is not a straight-line leaf (those a loop's
+/// path model runs inline). The model runs the block's own instructions
+/// back to back; the core runs them around the callee's work, which may
+/// hide their chain or hold them up.
+fn calls_opaque(code: &FunctionCode, b: usize) -> bool {
+    let cfg = &code.cfg;
+    cfg.insns[cfg.blocks[b].insns.clone()]
+        .iter()
+        .any(|d| match d.instr.flow_control() {
+            iced_x86::FlowControl::IndirectCall => true,
+            iced_x86::FlowControl::Call => crate::disasm::direct_target(d)
+                .is_none_or(|t| !code.straight_callees.contains_key(&t)),
+            _ => false,
+        })
+}
+
 /// The iterations the analyzer asks of the model: none (`Options::iterations`
 /// 0), so it stops at the exact steady state as `dcpi model` does (most
 /// blocks within 10–20 iterations, and a chain-free block needs no second
@@ -1135,6 +1152,7 @@ impl<'a> FunctionAnalysis<'a> {
                     after_unsure: after_unsure(cfg, b) || in_refill_shadow(cfg, b),
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     straight: cfg.loops_of[b].is_empty(),
+                    calls_opaque: calls_opaque(self.code, b),
                     best_cycles,
                     best_cycles_low: if self.models[b].cycles > 0.0 {
                         best_cycles * self.models[b].low / self.models[b].cycles
