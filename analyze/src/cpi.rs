@@ -227,14 +227,22 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
 /// hide their chain or hold them up.
 fn calls_opaque(code: &FunctionCode, b: usize) -> bool {
     let cfg = &code.cfg;
-    cfg.insns[cfg.blocks[b].insns.clone()]
-        .iter()
-        .any(|d| match d.instr.flow_control() {
-            iced_x86::FlowControl::IndirectCall => true,
-            iced_x86::FlowControl::Call => crate::disasm::direct_target(d)
-                .is_none_or(|t| !code.straight_callees.contains_key(&t)),
-            _ => false,
-        })
+    cfg.insns[cfg.blocks[b].insns.clone()].iter().any(|d| {
+        matches!(
+            d.instr.flow_control(),
+            iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+        ) && inline_callee(code, d).is_none()
+    })
+}
+
+/// The body of the straight-line leaf a direct call `d` reaches, which a
+/// model may run inline after the call as the core runs it; None for any
+/// other callee.
+fn inline_callee<'c>(
+    code: &'c FunctionCode,
+    d: &dcpi_models::block::Decoded,
+) -> Option<&'c Vec<dcpi_models::block::Decoded>> {
+    crate::disasm::direct_target(d).and_then(|t| code.straight_callees.get(&t))
 }
 
 /// The iterations the analyzer asks of the model: none (`Options::iterations`
@@ -540,7 +548,7 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
                 if d.instr.flow_control() != iced_x86::FlowControl::Call {
                     continue;
                 }
-                match crate::disasm::direct_target(d).and_then(|t| code.straight_callees.get(&t)) {
+                match inline_callee(code, d) {
                     Some(body) => {
                         insns.extend(body.iter().cloned());
                         own.extend(std::iter::repeat_n(false, body.len()));
