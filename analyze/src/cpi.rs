@@ -545,7 +545,10 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
             for d in &cfg.insns[cfg.blocks[b].insns.clone()] {
                 insns.push(d.clone());
                 own.push(true);
-                if d.instr.flow_control() != iced_x86::FlowControl::Call {
+                if !matches!(
+                    d.instr.flow_control(),
+                    iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+                ) {
                     continue;
                 }
                 match inline_callee(code, d) {
