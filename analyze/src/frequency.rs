@@ -83,6 +83,20 @@ pub const ZERO_EVIDENCE_CYCLES: f64 = 4.0;
 /// 1/√10, low confidence at best.)
 pub const FEW_SAMPLES: f64 = 10.0;
 
+/// Below this many clean samples, left once more than twice as many were
+/// set aside (a caller's, a refill's), a class gets no estimate whatever
+/// its best case: a guess at a relative error of 1 on so small a figure
+/// has a tiny standard error and pins its neighbours. matchers'
+/// `matchhere` entry kept 1 of 1254 samples (40 K for 124 M calls);
+/// btree's `lookup` latch on Zen 4 kept 10 of 93 (4.3 M for 12.9 M) and
+/// held the lookup loop at -64 % (now +5 %). At 10 (FEW_SAMPLES) the 45
+/// tuning cells' mean was 0.211, at 15 0.203 (unscaled +-10 % 51.6 ->
+/// 54.2 %, scaled 67.5 -> 68.6 %; btree zen4 0.491 -> 0.119, kernels up to
+/// +0.022 on one set, msort up to +0.007; textproc 0.272 -> 0.269,
+/// held-out dynprog unchanged), at
+/// 20-30 0.204-0.205 with textproc 0.275-0.351 (one set +0.44 at 30).
+pub const SET_ASIDE_FEW: f64 = 15.0;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
@@ -348,7 +362,7 @@ pub fn estimate_class(
     // tiny. matchers' `matchhere` entry kept 1 sample of 1254 (the rest
     // its callers' skid onto its first load): 40 K for 124 M calls, and it
     // pinned its callers' loops through the linked solve.
-    if s < FEW_SAMPLES && (c < ZERO_EVIDENCE_CYCLES || mostly_set_aside) {
+    if (s < FEW_SAMPLES && c < ZERO_EVIDENCE_CYCLES) || (s < SET_ASIDE_FEW && mostly_set_aside) {
         return exit_floor(class, blocks, obs);
     }
     let straight = cluster.iter().all(|&b| obs[b].straight);
@@ -904,11 +918,13 @@ mod tests {
         let mut refetched = obs(0.0, 8.0);
         refetched.excluded = 40.0;
         assert!(estimate_class(0, &[0], &[refetched], 2.0).is_none());
-        // A sample or two left of many set aside, on a long block: none.
+        // A few samples left of many set aside, on a long block: none.
         let mut left = obs(1.0, 5.0);
         left.excluded = 1253.0;
         assert!(estimate_class(0, &[0], &[left], 2.0).is_none());
         left.samples = 12.0;
+        assert!(estimate_class(0, &[0], &[left], 2.0).is_none());
+        left.samples = 20.0;
         assert!(
             estimate_class(0, &[0], &[left], 2.0)
                 .unwrap()
