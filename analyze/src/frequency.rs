@@ -156,6 +156,10 @@ pub enum Guess {
     /// one refill an entry ([`crate::loop_totals::overfilled`]: no room
     /// left for trips).
     OverfillsLoop,
+    /// Its loop's trip count lies between one trip per entry and all the
+    /// loop's cycles at its best case, the refills its exits cost unknown
+    /// ([`crate::loop_totals::between_bounds`]).
+    LoopBetween,
 }
 
 impl Guess {
@@ -174,6 +178,9 @@ impl Guess {
             }
             Guess::LoopDisagrees => {
                 "its own samples and its loop's samples as a whole disagree by more than 2x"
+            }
+            Guess::LoopBetween => {
+                "its loop's trip count is a guess between one trip per entry and all its cycles at its best case"
             }
             Guess::Unstable => "it moved by more than half between the two passes",
             Guess::MostlySetAside => {
