@@ -264,7 +264,11 @@ fn within(v: &Value, estimator: usize, scaled: bool, tol: usize) -> f64 {
 /// range (frequency.rs RANGE_LEAN) took it to 0.61 (|ln e| 0.275). The
 /// same session, ranged estimates stopped rising to upper bounds alone:
 /// msort's loop now follows `compare` on the Zen 4 sets (unscaled 1-16 %
-/// -> 64-97 %); on this one it was at 0.96 already.
+/// -> 64-97 %); on this one it was at 0.96 already. Session 31 (a loop
+/// whose entries overfill it takes the middle of its bounds; few samples
+/// left of many set aside no longer estimate): btree 0.68 scaled, 0.77
+/// unscaled, hashtab 0.61 unscaled, so their floors rose to 0.5 / 0.4 and
+/// 0.4.
 /// The mean |ln error| (smooth where the shares jump) has a ceiling a
 /// little above today's, and is under half the naive estimator's.
 #[test]
@@ -273,8 +277,8 @@ fn accuracy_floors_against_callgrind() {
         ("kernels", 0.6, 0.6, 2.0, 0.25),
         ("codec", 0.45, 0.55, 2.0, 0.3),
         ("msort", 0.85, 0.8, 2.0, 0.25),
-        ("btree", 0.25, 0.0, 1.5, 0.3),
-        ("hashtab", 0.45, 0.12, 2.0, 0.45),
+        ("btree", 0.5, 0.4, 1.5, 0.3),
+        ("hashtab", 0.45, 0.4, 2.0, 0.45),
     ] {
         let v = accuracy(name);
         assert_eq!(v["estimators"][0]["estimator"], "dcpi");
