@@ -472,6 +472,14 @@ pub struct Prepared {
     pub problem: FlowProblem,
     classes: Vec<ClassEstimate>,
     confidence: Vec<Confidence>,
+    /// Per block: its class estimate is only a bound from above (every
+    /// sample may be a load's stall), for the views and culprits. Unlike
+    /// `problem.upper` (what the solve treats as a bound), a loop total
+    /// set on such a header ([`Prepared::set_estimate`]) leaves it set: the
+    /// total counts the loop's load stalls as trips, a bound too (the
+    /// pointer chase's culprit is the D-cache only while its frequency is
+    /// one; unified with `problem.upper` in session 31, the known answer
+    /// `pointer_chase_culprit` named the chain instead).
     bounded: Vec<bool>,
     /// Per block: why its frequency rests on a guess ([`Guess`]), if it
     /// does: never above low confidence.
