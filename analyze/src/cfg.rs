@@ -273,12 +273,7 @@ impl Cfg {
             let last = &insns[stop - 1];
             let calls = insns[l..stop]
                 .iter()
-                .filter(|d| {
-                    matches!(
-                        d.instr.flow_control(),
-                        FlowControl::Call | FlowControl::IndirectCall
-                    ) && d.instr.mnemonic() != Mnemonic::Syscall
-                })
+                .filter(|d| crate::disasm::is_call(d))
                 .map(direct_target)
                 .collect();
             blocks.push(Block {

@@ -227,12 +227,9 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
 /// hide their chain or hold them up.
 fn calls_opaque(code: &FunctionCode, b: usize) -> bool {
     let cfg = &code.cfg;
-    cfg.insns[cfg.blocks[b].insns.clone()].iter().any(|d| {
-        matches!(
-            d.instr.flow_control(),
-            iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
-        ) && inline_callee(code, d).is_none()
-    })
+    cfg.insns[cfg.blocks[b].insns.clone()]
+        .iter()
+        .any(|d| crate::disasm::is_call(d) && inline_callee(code, d).is_none())
 }
 
 /// The body of the straight-line leaf a direct call `d` reaches, which a
@@ -545,10 +542,7 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
             for d in &cfg.insns[cfg.blocks[b].insns.clone()] {
                 insns.push(d.clone());
                 own.push(true);
-                if !matches!(
-                    d.instr.flow_control(),
-                    iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
-                ) {
+                if !crate::disasm::is_call(d) {
                     continue;
                 }
                 match inline_callee(code, d) {
@@ -921,18 +915,11 @@ const UNSTABLE: f64 = 0.5;
 /// instruction that leaves the function.
 fn observable(code: &FunctionCode) -> Vec<bool> {
     use crate::cfg::Exit;
-    use iced_x86::{FlowControl, Mnemonic};
     let mut v: Vec<bool> = code
         .cfg
         .insns
         .iter()
-        .map(|d| {
-            let call = matches!(
-                d.instr.flow_control(),
-                FlowControl::Call | FlowControl::IndirectCall
-            ) && d.instr.mnemonic() != Mnemonic::Syscall;
-            !crate::disasm::is_bad(d) && !call
-        })
+        .map(|d| !crate::disasm::is_bad(d) && !crate::disasm::is_call(d))
         .collect();
     for b in &code.cfg.blocks {
         if matches!(

@@ -31,6 +31,15 @@ pub fn is_bad(d: &Decoded) -> bool {
     d.instr.code() == Code::INVALID
 }
 
+/// True for a call the CFG keeps inside its block (direct or through a
+/// pointer); a `syscall` is not one: the kernel's work is no callee here.
+pub fn is_call(d: &Decoded) -> bool {
+    matches!(
+        d.instr.flow_control(),
+        iced_x86::FlowControl::Call | iced_x86::FlowControl::IndirectCall
+    ) && d.instr.mnemonic() != iced_x86::Mnemonic::Syscall
+}
+
 /// True for a branch the predictor can get wrong: conditional or indirect
 /// (the refetch after a mispredict lands one past its target).
 pub fn may_mispredict(d: &Decoded) -> bool {
