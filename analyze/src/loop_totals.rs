@@ -99,6 +99,13 @@ pub struct LoopSamples {
     pub on_exits: f64,
 }
 
+impl LoopSamples {
+    /// Every sample in and around the loop.
+    pub fn all(&self) -> f64 {
+        self.inside + self.on_header + self.on_exits
+    }
+}
+
 /// How often the header ran, and the standard error, from `s`, `entries`
 /// (times the loop was entered), `trip_cycles` (best-case cycles of one
 /// trip along the hot path), `cycles_per_sample` and `refill` (cycles of
@@ -161,7 +168,7 @@ pub fn between_bounds(
     if trip_cycles <= 0.0 || entries <= 0.0 {
         return None;
     }
-    let most = (s.inside + s.on_exits + s.on_header) * cycles_per_sample / trip_cycles;
+    let most = s.all() * cycles_per_sample / trip_cycles;
     (most > entries).then(|| {
         let mid = (most * entries).sqrt();
         (mid, mid)
@@ -171,7 +178,7 @@ pub fn between_bounds(
 /// The share of the cycles of the loop's samples `s` that one refill for
 /// each of `entries` would take; None without samples.
 fn refill_share(s: LoopSamples, entries: f64, cycles_per_sample: f64, refill: f64) -> Option<f64> {
-    let gross = (s.inside + s.on_exits + s.on_header) * cycles_per_sample;
+    let gross = s.all() * cycles_per_sample;
     (gross > 0.0).then(|| entries * refill / gross)
 }
 
