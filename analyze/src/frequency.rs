@@ -160,6 +160,10 @@ pub enum Guess {
     /// loop's cycles at its best case, the refills its exits cost unknown
     /// ([`crate::loop_totals::between_bounds`]).
     LoopBetween,
+    /// It runs just past a loop's exits, whose refills its samples hold:
+    /// its runs are the refills counted there (at least as many exits
+    /// mispredicted).
+    ExitRefills,
 }
 
 impl Guess {
@@ -185,6 +189,9 @@ impl Guess {
             Guess::Unstable => "it moved by more than half between the two passes",
             Guess::MostlySetAside => {
                 "most of its samples were set aside as a refill's or a caller's: the estimate rests on the rest"
+            }
+            Guess::ExitRefills => {
+                "it runs as often as a block just past a loop's exits, whose samples hold the exits' refills: its runs are the refills counted there"
             }
             Guess::OverfillsLoop => {
                 "it enters a loop more often than the loop's samples allow at one refill an entry"
