@@ -73,6 +73,13 @@ pub struct Loop {
     pub body: Vec<usize>,
 }
 
+impl Loop {
+    /// Whether block `b` is in the loop's body.
+    pub fn contains(&self, b: usize) -> bool {
+        self.body.binary_search(&b).is_ok()
+    }
+}
+
 /// A jump table found at an indirect jump.
 #[derive(Debug, Clone, Serialize)]
 pub struct JumpTable {
@@ -382,7 +389,7 @@ impl Cfg {
     pub fn is_back_edge(&self, from: usize, to: usize) -> bool {
         self.loops
             .iter()
-            .any(|l| l.header == to && l.body.binary_search(&from).is_ok())
+            .any(|l| l.header == to && l.contains(from))
     }
 
     /// Whether the edge `from` → `to` leaves a loop (`from` is in a loop
@@ -391,6 +398,13 @@ impl Cfg {
         self.loops_of[from]
             .iter()
             .any(|l| !self.loops_of[to].contains(l))
+    }
+
+    /// The blocks outside loop `l` that it leads to (its exits' targets).
+    pub fn loop_exits(&self, l: &Loop) -> Vec<usize> {
+        (0..self.blocks.len())
+            .filter(|&b| !l.contains(b) && self.predecessors(b).any(|e| l.contains(e.from)))
+            .collect()
     }
 
     /// The block holding an address.

@@ -309,7 +309,6 @@ enum UnsureBranches {
 /// The unsure branches of loop `l`; None where an indirect jump inside it
 /// reaches too few of its blocks, or some outside it, to be a dispatch.
 fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
-    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
     let dispatches =
         |b: usize| cfg.last_insn(b).instr.flow_control() == iced_x86::FlowControl::IndirectBranch;
     let mut cases = Vec::new();
@@ -322,7 +321,7 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
             iced_x86::FlowControl::ConditionalBranch
                 if cfg
                     .successors(b)
-                    .any(|e| e.to == l.header || !in_body(e.to)) => {}
+                    .any(|e| e.to == l.header || !l.contains(e.to)) => {}
             // A range check: one way the dispatch, the other a case.
             iced_x86::FlowControl::ConditionalBranch
                 if cfg.successors(b).any(|e| dispatches(e.to)) =>
@@ -332,7 +331,9 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
             // An if/else inside the body: its arms are the cases of a
             // switch of two (eventsim's heap `pop`: which child is smaller).
             iced_x86::FlowControl::ConditionalBranch
-                if cfg.successors(b).all(|e| in_body(e.to) && e.to != l.header) =>
+                if cfg
+                    .successors(b)
+                    .all(|e| l.contains(e.to) && e.to != l.header) =>
             {
                 cases.extend(cfg.successors(b).map(|e| e.to));
             }
@@ -340,7 +341,7 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
                 let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
                 to.sort_unstable();
                 to.dedup();
-                if to.len() < DISPATCH_TARGETS || !to.iter().all(|&t| in_body(t)) {
+                if to.len() < DISPATCH_TARGETS || !to.iter().all(|&t| l.contains(t)) {
                     return None;
                 }
                 cases.extend(to);
@@ -453,11 +454,7 @@ fn refill_target(cfg: &Cfg, b: usize) -> bool {
 /// its sift-up loop by a mostly predicted exit, and its refills say 6 M
 /// of 80 M.
 fn exits_at_their_refills(cfg: &Cfg, l: &crate::cfg::Loop, p: &mut Prepared) {
-    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
-    let exits: Vec<usize> = (0..cfg.blocks.len())
-        .filter(|&b| !in_body(b) && cfg.predecessors(b).any(|e| in_body(e.from)))
-        .collect();
-    for x in exits {
+    for x in cfg.loop_exits(l) {
         let Some((n, _)) = p.problem.floors[x] else {
             continue;
         };
@@ -478,7 +475,6 @@ fn exits_at_their_refills(cfg: &Cfg, l: &crate::cfg::Loop, p: &mut Prepared) {
 /// its aftermath (kernels' `isort`: the outer loop's latch, two and three
 /// instructions past the inner loop's two exits).
 fn in_exit_shadow(cfg: &Cfg, l: &crate::cfg::Loop, b: usize) -> bool {
-    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
     let mut arms = cfg
         .predecessors(b)
         .map(|e| e.from)
@@ -486,21 +482,22 @@ fn in_exit_shadow(cfg: &Cfg, l: &crate::cfg::Loop, b: usize) -> bool {
         .peekable();
     arms.peek().is_some()
         && arms.all(|a| {
-            !in_body(a)
+            !l.contains(a)
                 && cfg.blocks[a].insns.len() <= REFILL_SHADOW
                 && !crate::disasm::may_mispredict(cfg.last_insn(a))
                 && cfg.predecessors(a).all(|e| {
                     cfg.is_padding(e.from)
-                        || (in_body(e.from) && crate::disasm::may_mispredict(cfg.last_insn(e.from)))
+                        || (l.contains(e.from)
+                            && crate::disasm::may_mispredict(cfg.last_insn(e.from)))
                 })
         })
 }
 
 /// The refills counted at loop `l`'s exits (the sum of their floors), if any.
 fn exit_refills(cfg: &Cfg, l: &crate::cfg::Loop, p: &Prepared) -> Option<f64> {
-    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
-    let counted: f64 = (0..cfg.blocks.len())
-        .filter(|&b| !in_body(b) && cfg.predecessors(b).any(|e| in_body(e.from)))
+    let counted: f64 = cfg
+        .loop_exits(l)
+        .into_iter()
         .filter_map(|x| p.problem.floors[x].map(|f| f.0))
         .sum();
     (counted > 0.0).then_some(counted)
@@ -533,14 +530,13 @@ fn entries_at_exit_refills(
     p: &mut Prepared,
     entries: f64,
 ) -> Option<f64> {
-    let in_body = |b: usize| l.body.binary_search(&b).is_ok();
     let counted =
         exit_refills(cfg, l, p).filter(|&c| c < entries && c >= PREDICTED_EXITS * entries)?;
     let mut shadowed = false;
     let entering: Vec<usize> = cfg
         .predecessors(l.header)
         .map(|e| e.from)
-        .filter(|&b| !in_body(b))
+        .filter(|&b| !l.contains(b))
         .collect();
     for e in entering {
         let class = &cfg.classes[cfg.class_of[e]];
@@ -578,7 +574,7 @@ fn loop_entries(cfg: &crate::cfg::Cfg, l: &crate::cfg::Loop, freq: &[f64]) -> f6
         .sum();
     let fed: f64 = cfg
         .predecessors(h)
-        .filter(|e| l.body.binary_search(&e.from).is_err() && cfg.successors(e.from).count() == 1)
+        .filter(|e| !l.contains(e.from) && cfg.successors(e.from).count() == 1)
         .map(|e| freq[e.from])
         .sum();
     (freq[h] - back).max(fed)
@@ -1302,7 +1298,6 @@ impl<'a> FunctionAnalysis<'a> {
         };
         let cfg = &self.code.cfg;
         let refill = self.machine.mispredict_penalty as f64;
-        let in_body = |l: &crate::cfg::Loop, b: usize| l.body.binary_search(&b).is_ok();
         for l in &cfg.loops {
             let observed = l
                 .body
@@ -1352,12 +1347,12 @@ impl<'a> FunctionAnalysis<'a> {
                     }
                 }
             }
-            for b in (0..cfg.blocks.len()).filter(|&b| !in_body(l, b)) {
+            for b in (0..cfg.blocks.len()).filter(|&b| !l.contains(b)) {
                 let mut preds = cfg
                     .predecessors(b)
                     .filter(|e| !cfg.is_padding(e.from))
                     .peekable();
-                if preds.peek().is_some() && preds.all(|e| in_body(l, e.from)) {
+                if preds.peek().is_some() && preds.all(|e| l.contains(e.from)) {
                     s.on_exits += self.code.time_samples(cfg.blocks[b].insns.start) as f64;
                 }
             }
@@ -1381,7 +1376,7 @@ impl<'a> FunctionAnalysis<'a> {
             // past the inner loop's mispredicted exit, read 4.5x at high
             // confidence), whatever evidence the blocks leading in have.
             if total.is_none() && dispatch.is_none() && overfilled(s, entries, cps, refill) {
-                for e in cfg.predecessors(l.header).filter(|e| !in_body(l, e.from)) {
+                for e in cfg.predecessors(l.header).filter(|e| !l.contains(e.from)) {
                     for &b in &cfg.classes[cfg.class_of[e.from]] {
                         p.guess(b, Guess::OverfillsLoop);
                     }
