@@ -38,6 +38,8 @@ pub struct LiveStatus {
     pub bound_flushes: u64,
     /// Processes the daemon is tracking now.
     pub live_processes: u64,
+    /// The most processes it tracked at once since it started.
+    pub peak_processes: u64,
     /// The error that stopped the daemon, if any.
     pub error: Option<String>,
 }

@@ -69,6 +69,9 @@ pub struct Daemon {
     images: ImageRegistry,
     spaces: AddressSpaces,
     procs: HashMap<u32, ProcState, FastHash>,
+    /// The most processes tracked at once: the heap they took stays with
+    /// the allocator after they exit, so the memory bound counts them.
+    peak_procs: usize,
     new_procs: Vec<(u32, NewProcess)>,
     counts: HashMap<(u32, ImageSlot, u64, u16), u64, FastHash>,
     charges: HashMap<(u32, u32, ImageSlot, u64, u16, crate::kernel_links::Link), u64, FastHash>,
@@ -86,6 +89,7 @@ impl Daemon {
             images,
             spaces: AddressSpaces::default(),
             procs: HashMap::default(),
+            peak_procs: 0,
             new_procs: Vec::new(),
             counts: HashMap::default(),
             charges: HashMap::default(),
@@ -176,7 +180,7 @@ impl Daemon {
         let (run_id, epoch_id, epochs) =
             (self.writer.run_id(), self.writer.epoch_id(), self.epochs);
         let (flushes, bound) = (self.stats.flushes, self.stats.bound_flushes);
-        let live = self.procs.len() as u64;
+        let (live, peak) = (self.procs.len() as u64, self.peak_procs as u64);
         c.publish(|s| {
             s.run_id = run_id;
             s.epoch_id = epoch_id;
@@ -190,6 +194,7 @@ impl Daemon {
                 .unwrap_or(0.0);
             s.stats = all.as_pairs();
             s.live_processes = live;
+            s.peak_processes = peak;
         });
         Ok(())
     }
@@ -211,6 +216,7 @@ impl Daemon {
                     self.spaces.inherit(serial, p);
                 }
                 self.procs.insert(serial, ProcState::default());
+                self.peak_procs = self.peak_procs.max(self.procs.len());
                 self.new_procs.push((
                     serial,
                     NewProcess {

@@ -39,7 +39,8 @@ pub struct MemoryBound {
     pub rings: u64,
     /// Entries the daemon may hold between flushes ([`MAX_PENDING_ENTRIES`]).
     pub pending: u64,
-    /// Per live process: mappings and process state.
+    /// Per process tracked at once (the most since the start: what exited
+    /// stays with the allocator): mappings and process state.
     pub per_process: u64,
 }
 

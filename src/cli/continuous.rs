@@ -331,6 +331,7 @@ fn status_json(
         "throttles": s.stat("throttles"),
         "processes": s.stat("processes"),
         "live_processes": s.live_processes,
+        "peak_processes": s.peak_processes,
         "images": s.stat("images"),
         "unknown_samples": s.stat("unknown_samples"),
         "hash": {
@@ -350,7 +351,9 @@ fn status_json(
         "memory": {
             "resident_kib": rss,
             "peak_kib": hwm,
-            "bound_kib": bound.total(s.live_processes) / 1024,
+            // The heap of processes that exited stays with the allocator:
+            // the bound holds the most tracked at once.
+            "bound_kib": bound.total(s.live_processes.max(s.peak_processes)) / 1024,
             "bound_parts": bound,
         },
         "cpu": {
