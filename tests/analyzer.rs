@@ -1345,3 +1345,22 @@ fn a_loop_entered_past_its_exits_refills_takes_them_for_its_entries() {
         );
     }
 }
+
+/// numeric's BFS: the edge loop's visited test is an `if` without an
+/// `else` (17 % of the trips take the arm; the join is the other way and
+/// also runs after the arm). Counted by block, the join made the test a
+/// coin toss, whose refills the counted ones could not bear out: the loop
+/// had no total and fell to its arm's count (-85 % on every set). By the
+/// runs through the branch it keeps its total (its samples mostly a
+/// missing load's, counted as trips: from above).
+#[test]
+fn an_if_without_else_is_counted_by_its_ways_not_its_blocks() {
+    for (set, runs) in [("zen4", 1.0), ("zen4-5k-a", 4.0), ("zen4-5k-f", 4.0)] {
+        let v = set_cpi(set, "numeric", "bfs");
+        let trips = block_at(&v, "0x1810")["freq"].as_f64().unwrap_or(0.0) / (runs * 191.45e6);
+        assert!(
+            trips > 0.6 && trips < 3.0,
+            "{set}: edge loop at {trips:.2}x"
+        );
+    }
+}
