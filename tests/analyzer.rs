@@ -422,6 +422,11 @@ fn block_at<'a>(v: &'a Value, start: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{}: no block at {start}", v["function"]))
 }
 
+/// The frequency of the block starting at `start` over the true count `truth`.
+fn freq_over(v: &Value, start: &str, truth: f64) -> f64 {
+    block_at(v, start)["freq"].as_f64().unwrap_or(0.0) / truth
+}
+
 /// A recursion's call tree keeps its frequency in the linked solve. On the
 /// Zen 4 recordings (four runs each) the first solve ran `main`'s
 /// unestimated loop backwards and msort's return arm negative; pinning
@@ -488,7 +493,7 @@ fn a_loop_that_calls_out_is_not_counted_from_its_arms_aftermath() {
 fn a_guess_does_not_keep_a_loop_from_its_total() {
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
         let v = msort_cpi(set, "merge");
-        let ratio = block_at(&v, "0x1470")["freq"].as_f64().unwrap_or(0.0) / (4.0 * 105.6e6);
+        let ratio = freq_over(&v, "0x1470", 4.0 * 105.6e6);
         assert!(ratio > 0.5 && ratio < 2.0, "{set}: {ratio:.2}x");
     }
 }
@@ -598,8 +603,8 @@ fn an_exit_block_counts_its_loop_exits_by_their_refills() {
         ("zen4-5k-c", 4.0),
     ] {
         let v = set_cpi(set, "codec", "rle_encode");
-        let exits = block_at(&v, "0x13fb")["freq"].as_f64().unwrap_or(0.0) / (runs * 12.295e6);
-        let trips = block_at(&v, "0x13f6")["freq"].as_f64().unwrap_or(0.0) / (runs * 104.86e6);
+        let exits = freq_over(&v, "0x13fb", runs * 12.295e6);
+        let trips = freq_over(&v, "0x13f6", runs * 104.86e6);
         assert!(exits > 0.75 && exits < 1.33, "{set}: exits at {exits:.2}x");
         assert!(trips > 0.67 && trips < 1.5, "{set}: trips at {trips:.2}x");
     }
@@ -1299,8 +1304,8 @@ fn extra_events_confirm_or_rule_out_culprits() {
 fn a_loop_calling_through_pointers_takes_its_total_and_keeps_its_exit() {
     for (set, runs) in [("zen4", 1.0), ("zen4-5k-a", 4.0), ("zen4-5k-d", 4.0)] {
         let v = set_cpi(set, "matchers", "bloom_has");
-        let exits = block_at(&v, "0x1980")["freq"].as_f64().unwrap_or(0.0) / (runs * 7.5292e6);
-        let trips = block_at(&v, "0x194f")["freq"].as_f64().unwrap_or(0.0) / (runs * 18.809e6);
+        let exits = freq_over(&v, "0x1980", runs * 7.5292e6);
+        let trips = freq_over(&v, "0x194f", runs * 18.809e6);
         assert!(
             exits > 0.5 && exits < 2.0,
             "{set}: early exits at {exits:.2}x"
@@ -1317,7 +1322,7 @@ fn a_loop_calling_through_pointers_takes_its_total_and_keeps_its_exit() {
 #[test]
 fn an_overfilled_loop_keeps_its_trips() {
     let v = set_cpi("zen4-5k-b", "btree", "find_index");
-    let trips = block_at(&v, "0x146b")["freq"].as_f64().unwrap_or(0.0) / (4.0 * 101.67e6);
+    let trips = freq_over(&v, "0x146b", 4.0 * 101.67e6);
     assert!(trips > 0.5 && trips < 2.0, "header at {trips:.2}x");
     let b = block_at(&v, "0x146b");
     let why = b["confidence_why"].as_str().unwrap_or("");
@@ -1333,8 +1338,8 @@ fn an_overfilled_loop_keeps_its_trips() {
 fn a_loop_entered_past_its_exits_refills_takes_them_for_its_entries() {
     for (set, runs) in [("zen4", 1.0), ("zen4-5k-a", 4.0), ("zen4-5k-b", 4.0)] {
         let v = set_cpi(set, "kernels", "isort");
-        let outer = block_at(&v, "0x15bd")["freq"].as_f64().unwrap_or(0.0) / (runs * 1.016e6);
-        let inner = block_at(&v, "0x15ad")["freq"].as_f64().unwrap_or(0.0) / (runs * 33.503e6);
+        let outer = freq_over(&v, "0x15bd", runs * 1.016e6);
+        let inner = freq_over(&v, "0x15ad", runs * 33.503e6);
         assert!(
             outer > 0.7 && outer < 1.4,
             "{set}: outer loop at {outer:.2}x"
@@ -1357,7 +1362,7 @@ fn a_loop_entered_past_its_exits_refills_takes_them_for_its_entries() {
 fn an_if_without_else_is_counted_by_its_ways_not_its_blocks() {
     for (set, runs) in [("zen4", 1.0), ("zen4-5k-a", 4.0), ("zen4-5k-f", 4.0)] {
         let v = set_cpi(set, "numeric", "bfs");
-        let trips = block_at(&v, "0x1810")["freq"].as_f64().unwrap_or(0.0) / (runs * 191.45e6);
+        let trips = freq_over(&v, "0x1810", runs * 191.45e6);
         assert!(
             trips > 0.6 && trips < 3.0,
             "{set}: edge loop at {trips:.2}x"
