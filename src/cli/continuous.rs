@@ -440,8 +440,8 @@ fn status_text(v: &serde_json::Value) -> String {
     );
     let _ = writeln!(
         o,
-        "processes     {} seen, {} live; {} images; {} samples in no image",
-        v["processes"], v["live_processes"], v["images"], v["unknown_samples"]
+        "processes     {} seen, {} live (at most {} at once); {} images; {} samples in no image",
+        v["processes"], v["live_processes"], v["peak_processes"], v["images"], v["unknown_samples"]
     );
     let h = &v["hash"];
     let _ = writeln!(
