@@ -107,6 +107,11 @@ pub struct BlockRow {
     pub successors: Vec<usize>,
     pub exit: Option<Exit>,
     pub samples: u64,
+    /// Samples at its start that may be a mispredict's refetch (they follow
+    /// a branch that may mispredict into it): times the cycles a sample
+    /// stands for, over the machine's `refetch_cycles`, at least the
+    /// mispredicts into it.
+    pub refetch_samples: f64,
     /// Best-case cycles per execution (the model).
     pub best_cycles: f64,
     /// Measured cycles per execution (charged cycles / freq).
@@ -1198,7 +1203,7 @@ impl<'a> FunctionAnalysis<'a> {
                     .map(|i| ch.samples[i])
                     .sum();
                 let exit_target = refill_target(cfg, b);
-                let penalty = self.machine.mispredict_penalty as f64;
+                let refetch_cycles = self.machine.refetch_cycles() as f64;
                 // An arm of a branch inside a loop body (every successor of
                 // the branch stays in its loop, none is the back edge: an
                 // if/else, not the loop's exit test, whose staying side
@@ -1228,9 +1233,9 @@ impl<'a> FunctionAnalysis<'a> {
                     Some(cps)
                         if (exit_target || in_loop_arm)
                             && ch.refetch_in[b] >= 1.0
-                            && penalty > 0.0 =>
+                            && refetch_cycles > 0.0 =>
                     {
-                        Some(ch.refetch_in[b] * cps / penalty)
+                        Some(ch.refetch_in[b] * cps / refetch_cycles)
                     }
                     _ => None,
                 };
@@ -1566,6 +1571,7 @@ impl<'a> FunctionAnalysis<'a> {
         let models = &self.models;
         let ch = self.charge(freqs.as_ref().map(|f| &f.freq[..]));
         let obs = self.observe(&ch);
+        let refetch_in = ch.refetch_in.clone();
         let (charged, charged_cycles, refetch) = (ch.samples, ch.cycles, ch.refetch);
         let time = code.time_event;
         let cps = self.cps;
@@ -1643,6 +1649,7 @@ impl<'a> FunctionAnalysis<'a> {
                     successors: cfg.successors(b).map(|e| e.to).collect(),
                     exit: blk.exit,
                     samples: obs[b].samples as u64,
+                    refetch_samples: refetch_in[b],
                     best_cycles: models[b].cycles,
                     actual_cycles: f.filter(|f| *f > 0.0).map(|f| cyc / f),
                     bottleneck: models[b].bottleneck.clone(),

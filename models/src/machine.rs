@@ -193,6 +193,12 @@ pub struct Machine {
     #[serde(default)]
     pub sse_avx_transition: u32,
     pub mispredict_penalty: u32,
+    /// Cycles of timer samples a mispredict leaves at the branch's target
+    /// (the refetch: what the analyzer counts mispredicts by; 0: the
+    /// penalty). Less than the penalty where part of the refill shows on
+    /// the wrong path, before the branch resolves.
+    #[serde(default)]
+    pub refetch_cycles: u32,
     /// Taken branches the front end follows a cycle (0: no limit). The
     /// instructions after them are fetched in a later cycle, however wide
     /// dispatch is. Zen 4, measured (`add; cmp; jne` 1.01-1.08 cycles a
@@ -449,6 +455,15 @@ impl Machine {
                 self.complex_address_latency
             }
             _ => 0,
+        }
+    }
+
+    /// Cycles of samples one mispredict leaves at its target
+    /// ([`Machine::refetch_cycles`], else the penalty).
+    pub fn refetch_cycles(&self) -> u32 {
+        match self.refetch_cycles {
+            0 => self.mispredict_penalty,
+            c => c,
         }
     }
 
