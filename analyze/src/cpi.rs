@@ -1571,8 +1571,8 @@ impl<'a> FunctionAnalysis<'a> {
         let models = &self.models;
         let ch = self.charge(freqs.as_ref().map(|f| &f.freq[..]));
         let obs = self.observe(&ch);
-        let refetch_in = ch.refetch_in.clone();
-        let (charged, charged_cycles, refetch) = (ch.samples, ch.cycles, ch.refetch);
+        let (charged, charged_cycles, refetch, refetch_in) =
+            (ch.samples, ch.cycles, ch.refetch, ch.refetch_in);
         let time = code.time_event;
         let cps = self.cps;
         let warnings = self.warnings.clone();
