@@ -10,11 +10,8 @@ to look into next, and whether a change moved error between rules.
 Usage: benches/accuracy_by_reason.py [DCPI] [NAME,NAME...]
 (default: target/release/dcpi over kernels, btree, hashtab, codec, msort)
 """
-import json
 import math
 import os
-import sqlite3
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,36 +27,20 @@ def main():
         sys.exit(__doc__)
     dcpi = args[0] if args else os.path.join(ROOT, "target/release/dcpi")
     names = args[1].split(",") if len(args) > 1 else ["kernels", "btree", "hashtab", "codec", "msort"]
-    sets = ["."] + sorted(
-        d for d in os.listdir(DATA)
-        if os.path.isdir(os.path.join(DATA, d)) and os.path.exists(os.path.join(DATA, d, "kernels.db"))
-    )
     by_reason = {}
-    for name in names:
-        truth = freq_blocks.truth_counts(f"{DATA}/{name}.callgrind", f"{DATA}/{name}")
-        for s in sets:
-            db = os.path.join(DATA, s, f"{name}.db")
-            if not os.path.exists(db):
-                continue
-            # callgrind ran the workload once; the profile may hold several runs.
-            runs = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
-            out = subprocess.run(
-                [dcpi, "cpi", "--all", "--db", db, "--symfs", DATA, "--image", name,
-                 "--format", "json", "--confidence", "low"],
-                check=True, capture_output=True, text=True,
-            ).stdout
-            for f in json.loads(out)["functions"]:
-                for i in f["instructions"]:
-                    n = sum(i["samples"].values())
-                    true = truth.get(int(i["addr"], 16), 0) * runs
-                    if n <= 0 or true <= 0:
-                        continue
-                    err = min(abs(math.log(max(i["freq"] or 0.0, 1e-9) / true)), math.log(4))
-                    block = f["blocks"][i["block"]]
-                    why = block.get("confidence_why") or block.get("confidence")
-                    w = by_reason.setdefault(why, [0.0, 0.0])
-                    w[0] += n * err
-                    w[1] += n
+    for _, _, functions, truth in freq_blocks.recorded_cells(dcpi, names, DATA):
+        for f in functions:
+            for i in f["instructions"]:
+                n = sum(i["samples"].values())
+                true = truth.get(int(i["addr"], 16), 0)
+                if n <= 0 or true <= 0:
+                    continue
+                err = min(abs(math.log(max(i["freq"] or 0.0, 1e-9) / true)), math.log(4))
+                block = f["blocks"][i["block"]]
+                why = block.get("confidence_why") or block.get("confidence")
+                w = by_reason.setdefault(why, [0.0, 0.0])
+                w[0] += n * err
+                w[1] += n
     print(f"{'error':>9} {'samples':>9} {'mean':>6}  reason")
     for why, (e, n) in sorted(by_reason.items(), key=lambda x: -x[1][0]):
         print(f"{e / 1e4:9.2f} {n:9.0f} {e / n:6.3f}  {why}")

@@ -30,6 +30,31 @@ def truth_counts(path, image):
         if ob == image: truth[pos[0]] += int(t[2])
     return truth
 
+def recorded_cells(dcpi, names, data):
+    """Per workload in `names` and recorded set under `data` holding it (the
+    top set "." first): (name, set, the functions of `dcpi cpi --all --format
+    json --confidence low`, callgrind's counts by address times the
+    profile's runs -- callgrind ran the workload once, a profile may hold
+    several runs)."""
+    import os, sqlite3, subprocess
+    sets = ["."] + sorted(
+        d for d in os.listdir(data)
+        if os.path.isdir(os.path.join(data, d)) and os.path.exists(os.path.join(data, d, "kernels.db"))
+    )
+    for name in names:
+        truth = truth_counts(f"{data}/{name}.callgrind", f"{data}/{name}")
+        for s in sets:
+            db = os.path.join(data, s, f"{name}.db")
+            if not os.path.exists(db):
+                continue
+            runs = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
+            out = subprocess.run(
+                [dcpi, "cpi", "--all", "--db", db, "--symfs", data, "--image", name,
+                 "--format", "json", "--confidence", "low"],
+                check=True, capture_output=True, text=True,
+            ).stdout
+            yield name, s, json.loads(out)["functions"], {a: n * runs for a, n in truth.items()}
+
 def profile_runs(arg, image):
     import os, sqlite3
     if arg is None:

@@ -16,11 +16,8 @@ Usage: benches/refetch_cycles.py [--min N] [DCPI] [NAME,NAME...]
 (default: blocks with 30 refetch samples or more, target/release/dcpi, the
 workloads with callgrind truth)
 """
-import json
 import os
-import sqlite3
 import statistics
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,31 +37,16 @@ def main():
         sys.exit(__doc__)
     dcpi = args[0] if args else os.path.join(ROOT, "target/release/dcpi")
     names = args[1].split(",") if len(args) > 1 else NAMES
-    sets = ["."] + sorted(
-        d for d in os.listdir(DATA)
-        if os.path.isdir(os.path.join(DATA, d)) and os.path.exists(os.path.join(DATA, d, "kernels.db"))
-    )
     rows = {}
-    for name in names:
-        truth = freq_blocks.truth_counts(f"{DATA}/{name}.callgrind", f"{DATA}/{name}")
-        for s in sets:
-            db = os.path.join(DATA, s, f"{name}.db")
-            if not os.path.exists(db):
-                continue
-            runs = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
-            out = subprocess.run(
-                [dcpi, "cpi", "--all", "--db", db, "--symfs", DATA, "--image", name,
-                 "--format", "json", "--confidence", "low"],
-                check=True, capture_output=True, text=True,
-            ).stdout
-            for f in json.loads(out)["functions"]:
-                cps = f.get("cycles_per_sample")
-                for b in f["blocks"]:
-                    true = truth.get(int(b["start"], 16), 0) * runs
-                    if not cps or true <= 0 or b["refetch_samples"] < least:
-                        continue
-                    key = (name, f["function"], b["start"])
-                    rows.setdefault(key, {})[s] = b["refetch_samples"] * cps / true
+    for name, s, functions, truth in freq_blocks.recorded_cells(dcpi, names, DATA):
+        for f in functions:
+            cps = f.get("cycles_per_sample")
+            for b in f["blocks"]:
+                true = truth.get(int(b["start"], 16), 0)
+                if not cps or true <= 0 or b["refetch_samples"] < least:
+                    continue
+                key = (name, f["function"], b["start"])
+                rows.setdefault(key, {})[s] = b["refetch_samples"] * cps / true
     for (name, func, start), per in sorted(rows.items()):
         zen4 = [v for s, v in per.items() if s.startswith("zen4")]
         med = f"{statistics.median(zen4):5.1f}" if zen4 else "    -"
