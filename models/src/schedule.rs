@@ -804,6 +804,22 @@ mod tests {
     }
 
     #[test]
+    fn a_block_repeating_at_its_bound_stops_early_with_the_long_runs_answer() {
+        // Four independent adds, 16 bytes: Zen 4's four ALUs, one
+        // iteration a cycle from the start. Three equal iterations at that
+        // bound are enough; elsewhere the test wants eight.
+        let hex = "48 83 c0 01 48 83 c1 01 48 83 c2 01 48 83 c6 01";
+        let m = Machine::by_name("zen4").unwrap();
+        let b = decode(&parse_hex(hex).unwrap(), 0x1000, false).unwrap();
+        let mut info = InstructionInfoFactory::new();
+        let shapes: Vec<Shape> = b.iter().map(|d| shape(&d.instr, &mut info)).collect();
+        let res = simulate(&m, &shapes, 400, true);
+        assert!(res.measured.end <= 6, "{:?}", res.measured);
+        assert_eq!(cpi(hex, "zen4"), 1.0);
+        assert_eq!(long_run(hex, "zen4", 400), 1.0);
+    }
+
+    #[test]
     fn copied_iterations_wait_for_lagging_renames() {
         // mov %rdi,%rax; mov %rsi,%rdi; mov 0x18(%rax),%rsi; test; je: the
         // eliminated moves pass the load's result on one register per
