@@ -1189,26 +1189,21 @@ impl Steady {
     /// At the largest bound: the run that is enough, and the iterations measured.
     const FAST_RUN: usize = 3;
     const FAST_MEASURE: usize = 3;
-    const FAST_MEASURE_OF: [usize; Self::MAX_PERIOD + 1] = {
-        let mut t = [0; Self::MAX_PERIOD + 1];
-        let mut p = 1;
-        while p <= Self::MAX_PERIOD {
-            t[p] = p * Self::FAST_MEASURE.div_ceil(p);
-            p += 1;
-        }
-        t
-    };
-    /// Per period p, the iterations measured (a table: a division per
+    /// Per period p, the iterations measured (tables: a division per
     /// period per iteration was a sixth of this test's time).
-    const MEASURE_OF: [usize; Self::MAX_PERIOD + 1] = {
+    const MEASURE_OF: [usize; Self::MAX_PERIOD + 1] = Self::whole_periods(Self::MEASURE);
+    const FAST_MEASURE_OF: [usize; Self::MAX_PERIOD + 1] = Self::whole_periods(Self::FAST_MEASURE);
+
+    /// Per period p, the iterations of whole periods covering at least `least`.
+    const fn whole_periods(least: usize) -> [usize; Self::MAX_PERIOD + 1] {
         let mut t = [0; Self::MAX_PERIOD + 1];
         let mut p = 1;
         while p <= Self::MAX_PERIOD {
-            t[p] = p * Self::MEASURE.div_ceil(p);
+            t[p] = p * least.div_ceil(p);
             p += 1;
         }
         t
-    };
+    }
 
     /// Never steady when not stopping early (every iteration asked for runs).
     fn new(stop_early: bool) -> Self {
@@ -1250,6 +1245,15 @@ impl Steady {
     /// enough at the largest bound.
     fn fast_span(p: usize) -> usize {
         (2 * p).max(Self::FAST_RUN)
+    }
+
+    /// The shortest run any test of period `p` accepts (the full span
+    /// where no early stop is wanted).
+    fn least_span(&self, p: usize) -> usize {
+        match self.min_run {
+            Self::MIN_RUN => Self::fast_span(p),
+            _ => self.span(p),
+        }
     }
 
     /// Records an iteration's end; the iterations to measure over once steady.
@@ -1304,11 +1308,7 @@ impl Steady {
         while self.eligible < Self::MAX_PERIOD {
             let p = self.eligible + 1;
             let span = self.span(p);
-            let early = match self.min_run {
-                Self::MIN_RUN => Self::fast_span(p),
-                _ => span,
-            };
-            if k < early + p + 1 || k < Self::FAST_MEASURE_OF[p] + 1 {
+            if k < self.least_span(p) + p + 1 || k < Self::FAST_MEASURE_OF[p] + 1 {
                 break;
             }
             let d = &self.deltas;
@@ -1344,11 +1344,7 @@ impl Steady {
     /// regime the long run settles in (checked over every block of
     /// python3.11 on every description, BENCHMARKS session 34).
     fn passes(&self, p: usize, k: usize) -> Option<usize> {
-        let least = match self.min_run {
-            Self::MIN_RUN => Self::fast_span(p),
-            _ => self.span(p),
-        };
-        if self.run_end[p - 1] < least || !p.is_multiple_of(self.unit) {
+        if self.run_end[p - 1] < self.least_span(p) || !p.is_multiple_of(self.unit) {
             return None;
         }
         let e = &self.marks;
@@ -1365,7 +1361,6 @@ impl Steady {
         }
         let w = Self::FAST_MEASURE_OF[p];
         if self.bound > 0.0
-            && self.min_run == Self::MIN_RUN
             && covered(Self::fast_span(p))
             && k > w
             && (rate(w) - self.bound).abs() < 1e-9
