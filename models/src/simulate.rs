@@ -1147,9 +1147,10 @@ impl Drop for Steady {
 /// [`Steady::FAST_RUN`] iterations) and is measured over
 /// [`Steady::FAST_MEASURE`]: no later iteration can beat it, and over
 /// python3.11's blocks on every description the long runs (300 iterations)
-/// agree with it as often as with the full test (BENCHMARKS, session 34). Where dispatch runs ahead of a slow chain or port (the ROB
-/// still filling), dispatch times and waits are those of the filling at the
-/// stop; cycles and M are the retirement's and do not depend on it.
+/// agree with it as often as with the full test (BENCHMARKS, session 34).
+/// Where dispatch runs ahead of a slow chain or port (the ROB still
+/// filling), dispatch times and waits are those of the filling at the stop;
+/// cycles and M are the retirement's and do not depend on it.
 struct Steady {
     min_run: usize,
     /// Per iteration: (end cycle, ROB cycles, issue-to-retire cycles).
