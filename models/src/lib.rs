@@ -47,6 +47,7 @@
 
 pub mod block;
 pub mod calibrate;
+mod chain_cycle;
 pub mod classify;
 pub mod core_clock;
 pub mod critical_path;
