@@ -1305,6 +1305,10 @@ impl Steady {
                 };
                 self.run_end[p - 1] = run_end;
                 self.run_all[p - 1] = run_all;
+                // (`passes`' first test, here: most periods fail it.)
+                if run_end < self.least_span(p) {
+                    continue;
+                }
                 if let Some(w) = self.passes(p, k) {
                     return Some((k - w)..k);
                 }
