@@ -12,8 +12,9 @@
 //! before the chain's next input is due (a path within one iteration longer
 //! than a 64-iteration window of the chain, checked with a margin; over
 //! every 7th block of python3.11 on Golden Cove and Zen 4 the rates equal
-//! the chain pass's on all but 10 blocks, where the 300-iteration run
-//! agrees with this one, BENCHMARKS session 35): then
+//! the chain pass's on all but 5 blocks each, where that pass stopped in a
+//! transient (0x51f452: 0.25 where its 400-iteration run and this say 1.0;
+//! BENCHMARKS session 35): then
 //! [`Carried::Unknown`], and the simulation decides; so do chains of under
 //! a cycle an iteration. Limits: inputs from at most [`MAX_DISTANCE`]
 //! iterations back, and at most [`MAX_STATES`] carried values and delays.
