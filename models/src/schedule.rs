@@ -1014,14 +1014,26 @@ mod tests {
         assert!((long.bounds.dependency_chain - 0.225).abs() < 0.002);
         // A carried chain (add %rbx,%rax): its cycle's rate, as the chain
         // pass finds it.
-        let b = decode(&parse_hex("48 01 d8").unwrap(), 0x1000, false).unwrap();
+        assert_eq!(
+            chain_rates("48 01 d8", "golden-cove"),
+            (Some(1.0), Some(1.0))
+        );
+    }
+
+    /// `hex`'s chain rate without the chain pass ([`chain_free_rate`]) and
+    /// from a 400-iteration chain pass measured over its second half.
+    fn chain_rates(hex: &str, cpu: &str) -> (Option<f64>, Option<f64>) {
+        let m = Machine::by_name(cpu).unwrap();
+        let b = decode(&parse_hex(hex).unwrap(), 0x1000, false).unwrap();
         let shapes: Vec<Shape> = {
             let mut info = InstructionInfoFactory::new();
             b.iter().map(|d| shape(&d.instr, &mut info)).collect()
         };
         let mut res = simulate(&m, &shapes, 400, true);
-        assert_eq!(chain_free_rate(&mut res.graph), Some(1.0));
-        assert_eq!(chain_rate(&mut res.graph, 400, false), Some(1.0));
+        (
+            chain_free_rate(&mut res.graph),
+            chain_rate(&mut res.graph, 400, false),
+        )
     }
 
     /// python3.11's 0x51f452 (Zen 4): `subq $1,(%rcx)` carries a chain of a
@@ -1034,15 +1046,7 @@ mod tests {
         let hex = "48 8b 05 27 c5 53 00 48 8d 71 f0 48 8b 40 10 48 8b 90 e8 02 00 00 48 8b 41 f8 \
                    48 8b 7a 08 83 e0 03 66 48 0f 6e c2 48 09 f8 48 89 37 66 48 0f 6e c8 66 0f 6c c1 \
                    0f 11 41 f0 48 89 72 08 48 83 29 01";
-        let m = Machine::by_name("zen4").unwrap();
-        let b = decode(&parse_hex(hex).unwrap(), 0x1000, false).unwrap();
-        let shapes: Vec<Shape> = {
-            let mut info = InstructionInfoFactory::new();
-            b.iter().map(|d| shape(&d.instr, &mut info)).collect()
-        };
-        let mut res = simulate(&m, &shapes, 400, true);
-        assert_eq!(chain_free_rate(&mut res.graph), Some(1.0));
-        assert_eq!(chain_rate(&mut res.graph, 400, false), Some(1.0));
+        assert_eq!(chain_rates(hex, "zen4"), (Some(1.0), Some(1.0)));
         assert_eq!(
             run(hex, "zen4", RepeatMode::Unrolled)
                 .bounds
