@@ -27,7 +27,7 @@ use crate::block::Decoded;
 use crate::classify::{shape, Reg, Shape};
 use crate::machine::Machine;
 use crate::simulate::{
-    chain_free_rate, chain_rate, port_bound, port_mask, simulate, DepWhy, DispatchStall,
+    chain_rate, chain_rate_unsimulated, port_bound, port_mask, simulate, DepWhy, DispatchStall,
     RetireStall, LOAD_RESULT,
 };
 use iced_x86::InstructionInfoFactory;
@@ -303,7 +303,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     // are fixed: that run averages a window, and the analyzer's reports
     // name their bottleneck from it).
     let chain = match stop_early
-        .then(|| chain_free_rate(&mut res.graph))
+        .then(|| chain_rate_unsimulated(&mut res.graph))
         .flatten()
     {
         Some(rate) => Some(rate),
@@ -981,7 +981,7 @@ mod tests {
     }
 
     #[test]
-    fn chain_free_blocks_get_their_chain_bound_without_a_second_run() {
+    fn chain_bounds_without_a_second_run() {
         // mov %rbx,0x28(%rsp); xor; mov; mov; mov; neg; cltq; load; test;
         // jne (python3.11 0x531a1d): nothing passes from one iteration to
         // the next, the chain pass's dispatch packs 40 iterations into 9
@@ -996,7 +996,7 @@ mod tests {
         };
         let res = simulate(&m, &shapes, 400, true);
         let mut res = res;
-        assert_eq!(chain_free_rate(&mut res.graph), Some(9.0 / 40.0));
+        assert_eq!(chain_rate_unsimulated(&mut res.graph), Some(9.0 / 40.0));
         assert_eq!(
             run(hex, "golden-cove", RepeatMode::Unrolled)
                 .bounds
@@ -1020,7 +1020,7 @@ mod tests {
         );
     }
 
-    /// `hex`'s chain rate without the chain pass ([`chain_free_rate`]) and
+    /// `hex`'s chain rate without the chain pass ([`chain_rate_unsimulated`]) and
     /// from a 400-iteration chain pass measured over its second half.
     fn chain_rates(hex: &str, cpu: &str) -> (Option<f64>, Option<f64>) {
         let m = Machine::by_name(cpu).unwrap();
@@ -1031,7 +1031,7 @@ mod tests {
         };
         let mut res = simulate(&m, &shapes, 400, true);
         (
-            chain_free_rate(&mut res.graph),
+            chain_rate_unsimulated(&mut res.graph),
             chain_rate(&mut res.graph, 400, false),
         )
     }

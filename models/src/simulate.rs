@@ -2243,7 +2243,7 @@ fn least_used(mask: u64, load: &[u64]) -> usize {
 /// iterations dispatch over more than `reach + 2` cycles (a stall would
 /// restart the packing at another phase, and the rate of some blocks
 /// depends on it).
-pub(crate) fn chain_free_rate(g: &mut Graph) -> Option<f64> {
+pub(crate) fn chain_rate_unsimulated(g: &mut Graph) -> Option<f64> {
     const ROB_ITERATIONS: usize = 64;
     let t = g.template?;
     let n = g.shapes.len();
