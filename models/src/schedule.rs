@@ -298,17 +298,14 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     // Asked for a number of iterations: run them all, measure the second half.
     let stop_early = opts.iterations == 0;
     let mut res = simulate(machine, &shapes, iterations, stop_early);
-    // Most blocks carry no value from one iteration to the next: their
-    // chain rate is known without a second run (not when the iterations
-    // are fixed: that run averages a window, and the analyzer's reports
-    // name their bottleneck from it).
-    let chain = match stop_early
+    // Most blocks' chain rate is known without a second run: none carried
+    // from one iteration to the next, or a carried cycle's (not when the
+    // iterations are fixed: that run averages a window, and the analyzer's
+    // reports name their bottleneck from it).
+    let chain = stop_early
         .then(|| chain_rate_unsimulated(&mut res.graph))
         .flatten()
-    {
-        Some(rate) => Some(rate),
-        None => chain_rate(&mut res.graph, iterations, stop_early),
-    };
+        .or_else(|| chain_rate(&mut res.graph, iterations, stop_early));
     let (Some(chain), false) = (chain, res.measured.is_empty()) else {
         return no_steady_state(machine, block, &shapes, opts.mode);
     };
