@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{dcpi, live, tempdir, workload};
+use common::{assert_success, dcpi, live, tempdir, workload};
 use dcpi_analyze::cfg::{Cfg, Exit};
 use dcpi_analyze::disasm::Syntax;
 use dcpi_analyze::image::ElfImage;
@@ -851,11 +851,7 @@ fn live_collect(dir: &Path, name: &str, arg: &str) -> String {
     let db = dir.join(format!("{name}.db"));
     let exe = workload(name);
     let out = common::collect(&db, &["-F", "5000", "--", &exe, arg]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     db.to_str().unwrap().to_string()
 }
 

@@ -18,11 +18,7 @@ fn loop_samples_fall_in_main() {
     let dir = tempdir();
     let db = dir.path().join("loop.db");
     let out = collect(&db, &["-F", "5000", "--", &workload("loop"), "1500000000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let r = prof_json(&db, &[]);
     let procs = image_procedures(&r, "loop");
     assert!(share(&procs, "main") > 0.95, "{procs:?}");
@@ -81,11 +77,7 @@ fn call_samples_fall_in_loop() {
     let dir = tempdir();
     let db = dir.path().join("call.db");
     let out = collect(&db, &["-F", "5000", "--", &workload("call"), "50000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let procs = image_procedures(&prof_json(&db, &[]), "call");
     assert!(share(&procs, "loop") > 0.9, "{procs:?}");
 }
@@ -96,11 +88,7 @@ fn btree_samples_spread_over_its_functions() {
     let dir = tempdir();
     let db = dir.path().join("btree.db");
     let out = collect(&db, &["-F", "10000", "--", &workload("btree"), "3000000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let procs = image_procedures(&prof_json(&db, &[]), "btree");
     // As the seed describes: find_index takes the most, lookup is large,
     // insert's helpers have some, main has a little.
@@ -127,11 +115,7 @@ fn stripped_pie_and_shared_library() {
     let dir = tempdir();
     let db = dir.path().join("lib.db");
     let out = collect(&db, &["-F", "5000", "--", &workload("uselib"), "300000000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let r = prof_json(&db, &[]);
     let procs = image_procedures(&r, "libwork.so");
     assert!(share(&procs, "work_hot") > 0.99, "{procs:?}");
@@ -178,11 +162,7 @@ fn fork_exec_storm_gives_every_process_its_appid() {
             "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert_eq!(
         scalar(&db, "SELECT count(*) FROM processes WHERE comm = 'true'"),
         300
@@ -282,11 +262,7 @@ fn several_events_are_recorded_as_requested_and_used() {
             "300000",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let rows: Vec<(String, String)> = sqlite(&db)
         .prepare("SELECT requested, used FROM events ORDER BY requested")
         .unwrap()
@@ -323,11 +299,7 @@ fn stripped_executable_gets_procedures_from_eh_frame() {
         &db,
         &["-F", "5000", "--", &workload("loop-stripped"), "1000000000"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let procs = image_procedures(&prof_json(&db, &[]), "loop-stripped");
     // No .symtab, no exported functions: main is known by its FDE's start.
     let main_addr = {

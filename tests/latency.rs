@@ -16,11 +16,7 @@ fn latency(db: &Path, args: &[&str]) {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
 }
 
 fn show(db: &Path, args: &[&str]) -> Value {
@@ -30,11 +26,7 @@ fn show(db: &Path, args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -96,11 +88,7 @@ fn contention_shows_a_second_peak_and_compare_ranks_it_first() {
         .args(["run=1".to_string(), format!("run={run}")])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &c["operations"][0];
     assert_eq!(first["operation"], "flock", "{c}");
@@ -187,11 +175,7 @@ fn latency_sets_live_beside_sample_counts_and_plot_to_svg() {
         .arg(&svg)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let plot = std::fs::read_to_string(svg.join("flock.svg")).unwrap();
     assert!(
         plot.starts_with("<svg") && plot.contains("flock: 400 calls"),

@@ -92,11 +92,7 @@ fn kill_9_leaves_a_readable_database_with_completed_flushes() {
         .any(|w| w.as_str().unwrap().contains("did not finish cleanly")));
     // A later collect into the same file still works.
     let out = collect(&db, &["--", "true"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert_eq!(scalar(&db, "SELECT count(*) FROM runs"), 2);
 }
 
@@ -190,11 +186,7 @@ fn attach_to_a_running_process() {
     );
     target.kill().unwrap();
     target.wait().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let r = prof_json(&db, &[]);
     let procs = image_procedures(&r, "loop");
     assert_eq!(
@@ -227,11 +219,7 @@ fn system_wide_sees_the_command_and_other_processes() {
             "1500000000",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let r = prof_json(&db, &["--comm", "loop"]);
     let procs = image_procedures(&r, "loop");
     assert_eq!(

@@ -12,6 +12,15 @@ pub fn dcpi() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dcpi"))
 }
 
+/// Fails the test with the command's stderr unless it exited 0.
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
