@@ -24,13 +24,10 @@ pub enum SortKey {
 pub struct ProfQuery {
     /// Substring of the image path.
     pub image: Option<String>,
-    pub pid: Option<i64>,
-    pub comm: Option<String>,
-    /// `comm#instance`.
-    pub appid: Option<String>,
+    /// Which processes and epochs count.
+    pub filter: crate::samples::SampleFilter,
     /// Event name (requested or used).
     pub event: Option<String>,
-    pub epochs: Option<Vec<i64>>,
     pub sort: SortKey,
     /// Rows per section (0 = all).
     pub limit: usize,
@@ -179,7 +176,7 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
     let images: HashMap<i64, _> = reader.images()?.into_iter().map(|i| (i.id, i)).collect();
     let processes: HashMap<i64, ProcessRow> =
         reader.processes()?.into_iter().map(|p| (p.id, p)).collect();
-    let counts = reader.counts(q.epochs.as_deref())?;
+    let counts = reader.counts(q.filter.epochs.as_deref())?;
     let mut warnings = Vec::new();
 
     // Columns: one per event actually sampled, in first-seen order.
@@ -237,14 +234,7 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
         })
         .collect();
 
-    // Process filter.
-    let filter = crate::samples::SampleFilter {
-        pid: q.pid,
-        comm: q.comm.clone(),
-        appid: q.appid.clone(),
-        epochs: None,
-    };
-    let keep_process = |p: &ProcessRow| filter.keeps(p);
+    let keep_process = |p: &ProcessRow| q.filter.keeps(p);
 
     let mut symbolizer = Symbolizer::with_symfs(q.symfs.clone());
     let mut by_image: HashMap<i64, Vec<u64>> = HashMap::new();
@@ -448,8 +438,11 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
     group_rows.truncate(limit(group_rows.len()));
 
     // Statistics of each run that contributed.
-    let wanted_epochs: Option<HashSet<i64>> =
-        q.epochs.as_ref().map(|v| v.iter().copied().collect());
+    let wanted_epochs: Option<HashSet<i64>> = q
+        .filter
+        .epochs
+        .as_ref()
+        .map(|v| v.iter().copied().collect());
     let mut run_stats = Vec::new();
     for r in &runs {
         let eps: Vec<i64> = epochs

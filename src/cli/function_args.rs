@@ -12,6 +12,8 @@ use dcpi_analyze::source_lines::SourceLines;
 use dcpi_models::machine::Machine;
 use std::path::PathBuf;
 
+use super::process_filter::ProcessFilterArgs;
+
 #[derive(Args, Debug, Clone)]
 pub struct SampleArgs {
     /// Profile database to read.
@@ -20,18 +22,8 @@ pub struct SampleArgs {
     /// Image: its path, basename, or a unique part of its path.
     #[arg(long)]
     pub image: Option<String>,
-    /// Only processes with this pid.
-    #[arg(long)]
-    pub pid: Option<i64>,
-    /// Only processes with this command name.
-    #[arg(long)]
-    pub comm: Option<String>,
-    /// Only this process instance, as COMM#N.
-    #[arg(long)]
-    pub appid: Option<String>,
-    /// Only these epochs (comma-separated ids).
-    #[arg(long, value_delimiter = ',')]
-    pub epoch: Option<Vec<i64>>,
+    #[command(flatten)]
+    pub processes: ProcessFilterArgs,
     /// Intel syntax instead of AT&T.
     #[arg(long)]
     pub intel: bool,
@@ -42,12 +34,7 @@ pub struct SampleArgs {
 
 impl SampleArgs {
     pub fn filter(&self) -> SampleFilter {
-        SampleFilter {
-            pid: self.pid,
-            comm: self.comm.clone(),
-            appid: self.appid.clone(),
-            epochs: self.epoch.clone(),
-        }
+        self.processes.filter()
     }
 
     pub fn syntax(&self) -> Syntax {

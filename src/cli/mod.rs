@@ -10,6 +10,7 @@ mod function_args;
 mod latency;
 mod list;
 mod model;
+mod process_filter;
 mod prof;
 mod report;
 mod signals;

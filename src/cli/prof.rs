@@ -1,5 +1,6 @@
 //! `dcpi prof`: where the samples are.
 
+use super::process_filter::ProcessFilterArgs;
 use super::Format;
 use clap::{Args, ValueEnum};
 use dcpi_analyze::prof::{build, ProfQuery, SortKey};
@@ -30,21 +31,11 @@ pub struct ProfArgs {
     /// Only images whose path contains this text.
     #[arg(long)]
     pub image: Option<String>,
-    /// Only processes with this pid.
-    #[arg(long)]
-    pub pid: Option<i64>,
-    /// Only processes with this command name.
-    #[arg(long)]
-    pub comm: Option<String>,
-    /// Only this process instance, as COMM#N (see the Processes section).
-    #[arg(long)]
-    pub appid: Option<String>,
+    #[command(flatten)]
+    pub processes: ProcessFilterArgs,
     /// Only this event (name as requested or as sampled).
     #[arg(long, short = 'e')]
     pub event: Option<String>,
-    /// Only these epochs (comma-separated ids).
-    #[arg(long, value_delimiter = ',')]
-    pub epoch: Option<Vec<i64>>,
     /// Sections to show.
     #[arg(long, value_enum, default_value_t = View::All)]
     pub view: View,
@@ -67,11 +58,8 @@ pub struct ProfArgs {
 pub fn run(a: ProfArgs) -> anyhow::Result<i32> {
     let q = ProfQuery {
         image: a.image,
-        pid: a.pid,
-        comm: a.comm,
-        appid: a.appid,
+        filter: a.processes.filter(),
         event: a.event,
-        epochs: a.epoch,
         sort: match a.sort {
             Sort::Samples => SortKey::Samples,
             Sort::Name => SortKey::Name,
