@@ -305,9 +305,9 @@ const DISPATCH_TARGETS: usize = 3;
 /// zen4-5k-c lost its `cmp` (1 refetch sample of 50, two thirds of the
 /// block's best case) and read 3.4x its own samples' figure. The 45 tuning
 /// cells 0.190 -> 0.186 (unscaled +-10 % 57.9 -> 58.3 %, scaled 71.6 ->
-/// 72.3 %); loads keep the old rule (with them btree 0.191 -> 0.424:
-/// `insert_rec`'s `cmpl $0xf,(%rax)`, a miss after `find_child`, counted
-/// its stall as runs).
+/// 72.3 %). Loads keep the old rule: letting them in too took btree 0.191
+/// -> 0.424 (`insert_rec`'s `cmpl $0xf,(%rax)`, a miss after `find_child`,
+/// counted its stall as runs).
 const REFETCH_MINORITY: f64 = 0.5;
 
 /// What may mispredict inside a loop, where a loop total can allow for it
@@ -1187,11 +1187,8 @@ impl<'a> FunctionAnalysis<'a> {
     /// a minority, only they do.
     fn observe(&self, ch: &Charges) -> Vec<BlockObservation> {
         let cfg = &self.code.cfg;
-        // A minority of refetch suspects among an instruction's samples
-        // is set aside by amount; the rest and its best-case cycles stay
-        // (see `REFETCH_MINORITY`). Any other outside charge (the caller's
-        // call, on a function's entry), or any refetch on a load, still
-        // takes the instruction out whole.
+        // Any outside charge other than refetch (the caller's call, on a
+        // function's entry) still takes the instruction out whole.
         let clear = |i: usize| {
             self.seen[i]
                 && ch.external[i] - ch.refetch[i] <= 0.0
