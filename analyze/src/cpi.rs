@@ -158,11 +158,14 @@ pub struct CpiReport {
     /// frequencies summed), when every way in is a known direct call and
     /// its frequencies were solved with theirs.
     pub calls_from_callers: Option<f64>,
+    /// The share of an idle core the sampled command had (the collector's
+    /// throughput probe, schema 7), where the runs measured it.
+    pub core_share: Option<f64>,
 }
 
 /// Below this share of an idle core (`EventInfo::core_share`) the views
 /// say the core was shared.
-const SHARED_CORE: f64 = 0.9;
+pub(crate) const SHARED_CORE: f64 = 0.9;
 
 /// A probe's share below this is not believed (a core that slow is not a
 /// busy sibling: the probe itself was starved), and best cases stay.
@@ -1797,6 +1800,7 @@ impl<'a> FunctionAnalysis<'a> {
             instructions,
             warnings,
             calls_from_callers: calls,
+            core_share: time.and_then(|t| code.events[t].core_share),
         }
     }
 }

@@ -17,6 +17,10 @@
 //! - store-forwarding failure: an earlier store through the same address
 //!   registers (in the block, or the previous iteration of a one-block
 //!   loop) overlaps what it loads without containing it; rules D-cache out.
+//! - a shared core: the run's probe measured less than 90 % of an idle
+//!   core (a busy SMT sibling on the host); throughput-bound best cases
+//!   already take that share in, and what is left of it may be any
+//!   instruction's, up to (1 − share) of its cycles.
 //!
 //! When the frequency is only an upper bound (every sample of the block's
 //! class may be a load stall) shares are of all the instruction's cycles:
@@ -529,17 +533,40 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             candidates.insert(0, c);
         }
     }
+    // A busy sibling on the host: up to its share of the cycles, beside
+    // whatever the rules name.
+    let sibling = rep
+        .core_share
+        .filter(|s| *s < crate::cpi::SHARED_CORE)
+        .map(|share| {
+            let most = (1.0 - share) * row.cpi.unwrap_or(0.0);
+            (share, most.min(dynamic.max(0.0)))
+        });
     // Below an upper-bound frequency the rules' candidates apply even when
     // the bound leaves no excess.
     if dynamic > 0.0 || row.freq_upper_bound {
         let n = candidates.len();
+        let sibling_most = sibling.map_or(0.0, |s| s.1);
+        if let Some((share, most)) = sibling {
+            culprits.push(Culprit {
+                code: "smt".into(),
+                name: "a shared core (busy SMT sibling)".into(),
+                kind: "dynamic".into(),
+                evidence: format!(
+                    "the run had {:.0} % of an idle core (the collector's throughput probe); beyond what throughput-bound best cases take in, the sibling may cost any instruction cycles",
+                    100.0 * share
+                ),
+                cycles: [0.0, most],
+                share: [0.0, 0.0],
+            });
+        }
         if n == 0 {
             culprits.push(Culprit {
                 code: "unexplained".into(),
                 name: "unexplained stall".into(),
                 kind: "dynamic".into(),
                 evidence: "no rule applies to this instruction".into(),
-                cycles: [dynamic, dynamic],
+                cycles: [(dynamic - sibling_most).max(0.0), dynamic],
                 share: [0.0, 0.0],
             });
         }
@@ -550,7 +577,14 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
                 name,
                 kind: "dynamic".into(),
                 evidence,
-                cycles: [if sure && n == 1 { dynamic } else { 0.0 }, dynamic],
+                cycles: [
+                    if sure && n == 1 {
+                        (dynamic - sibling_most).max(0.0)
+                    } else {
+                        0.0
+                    },
+                    dynamic,
+                ],
                 share: [0.0, 0.0],
             });
         }
