@@ -608,15 +608,22 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             "frequency unknown: every sample of this block's class may be a load stall, so {} executions is the most it can have run (if every load hit L1); fewer executions leave more of its cycles to dynamic stalls",
             crate::views::cpi_text::si(f)
         ));
-        let dynamic_candidates = culprits.iter().filter(|c| c.kind == "dynamic").count();
+        let dynamic_candidates = culprits
+            .iter()
+            .filter(|c| c.kind == "dynamic" && c.code != "smt")
+            .count();
+        // The sibling's part is at most its share of every cycle.
+        let sibling_part = sibling.map_or(0.0, |(share, _)| 1.0 - share);
         for c in &mut culprits {
             if c.kind == "static" {
                 // At most all of them (a block's samples may sit on its
                 // neighbour, leaving this one below its best case).
                 c.share = [0.0, (c.cycles[1] / cpi).min(1.0)];
+            } else if c.code == "smt" {
+                c.share = [0.0, sibling_part];
             } else {
                 let lo = if dynamic_candidates == 1 {
-                    dynamic / cpi
+                    (dynamic / cpi - sibling_part).max(0.0)
                 } else {
                     0.0
                 };
