@@ -187,6 +187,8 @@ struct BlockModel {
     /// Its throughput bound (dispatch, ports, fetch, taken branches) over
     /// `cycles`: at most 1, 1 where nothing but throughput bounds it.
     throughput_share: f64,
+    /// How much a shared core raised `cycles` ([`shared_core`]; 1: not).
+    slowdown: f64,
     head: Vec<f64>,
     stalls: Vec<Vec<Stall>>,
     bottleneck: String,
@@ -201,6 +203,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             cycles: 0.0,
             low: 0.0,
             throughput_share: 0.0,
+            slowdown: 1.0,
             head: vec![0.0; n],
             stalls: vec![Vec::new(); n],
             bottleneck: "undecodable bytes".into(),
@@ -233,6 +236,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
         } else {
             0.0
         },
+        slowdown: 1.0,
         head: a.insns.iter().map(|t| t.head_cycles).collect(),
         stalls: a.insns.iter().map(|t| t.stalls.clone()).collect(),
         bottleneck: a.bottleneck,
@@ -798,6 +802,7 @@ fn shared_core(models: &mut [BlockModel], share: f64) {
             m.low = cycles;
         }
         m.throughput_share /= factor;
+        m.slowdown *= factor;
         m.cycles = cycles;
         for h in &mut m.head {
             *h *= factor;
@@ -1351,6 +1356,7 @@ impl<'a> FunctionAnalysis<'a> {
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     straight: cfg.loops_of[b].is_empty(),
                     calls_opaque: calls_opaque(self.code, b),
+                    slowdown: self.models[b].slowdown,
                     best_cycles,
                     best_cycles_low: if self.models[b].cycles > 0.0 {
                         best_cycles * self.models[b].low / self.models[b].cycles
@@ -1814,6 +1820,7 @@ mod tests {
             cycles,
             low,
             throughput_share: throughput / cycles,
+            slowdown: 1.0,
             head: vec![cycles / 2.0; 2],
             stalls: vec![Vec::new(); 2],
             bottleneck: String::new(),

@@ -238,6 +238,10 @@ pub struct BlockObservation {
     /// edge, or a join of short arms that are (a switch's cases meeting):
     /// its samples may include what follows a mispredict's refill.
     pub after_unsure: bool,
+    /// How much a shared core raised `best_cycles` (the run's core share,
+    /// `crate::cpi`'s `shared_core`): 1 (or 0, unset) where it did not.
+    /// The model's own error stays what it was on an idle core.
+    pub slowdown: f64,
 }
 
 /// Relative error of a least frequency from refetch samples (the refill
@@ -394,7 +398,12 @@ pub fn estimate_class(
     // Golden Cove and Zen 3 +0.36 (find_index's loop total collapsed
     // under entries its callers' ranged blocks raised).
     let model_error = if straight || cluster.iter().all(|&b| obs[b].calls_opaque) {
-        STRAIGHT_MODEL_ERROR.max(0.5 / c)
+        // Half a cycle of the idle core's best case.
+        let idle: f64 = cluster
+            .iter()
+            .map(|&b| obs[b].best_cycles / obs[b].slowdown.max(1.0))
+            .sum();
+        STRAIGHT_MODEL_ERROR.max(0.5 / idle)
     } else {
         MODEL_ERROR
     };
@@ -824,6 +833,7 @@ mod tests {
             guessed: false,
             exits_if_mispredicted: None,
             after_unsure: false,
+            slowdown: 1.0,
         }
     }
 
