@@ -243,13 +243,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
     };
     if code.cfg.loops_of[b].is_empty() {
         // Run once between other code, its dependency chain is exposed.
-        m.low = a
-            .bounds
-            .dispatch
-            .max(a.bounds.ports)
-            .max(a.bounds.front_end)
-            .max(a.bounds.taken_branches)
-            .min(m.cycles);
+        m.low = throughput.min(m.cycles);
         let chain = critical_path(machine, insns);
         if chain > m.cycles && m.cycles > 0.0 {
             let factor = chain / m.cycles;
