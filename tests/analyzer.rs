@@ -1446,3 +1446,27 @@ fn a_class_estimate_shared_by_its_blocks_is_one_measure() {
         }
     }
 }
+
+/// A block calling a straight-line leaf is modeled with the call and its
+/// return back to back unless a loop path's model ran the leaf inline:
+/// btree's `main` loop header divides `next_random`'s result by a
+/// constant, waits on the leaf's chain, and read 1.3-1.6x at "high" on
+/// six sets from a model blind to that chain. It weighs, and is as sure,
+/// as a block calling opaque code, and says why.
+#[test]
+fn a_block_calling_a_leaf_its_model_runs_apart_is_unsure() {
+    for set in [
+        "zen4-5k-a",
+        "zen4-5k-b",
+        "zen4-5k-e",
+        "zen4-5k-f",
+        "zen4-5k-g",
+        "zen4-5k-h",
+    ] {
+        let v = set_cpi(set, "btree", "main");
+        let b = block_at(&v, "0x111e");
+        assert_ne!(b["confidence"], "high", "{set}: {b}");
+        let why = b["confidence_why"].as_str().unwrap_or_default();
+        assert!(why.contains("calls code"), "{set}: {b}");
+    }
+}

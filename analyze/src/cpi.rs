@@ -189,6 +189,10 @@ struct BlockModel {
     throughput_share: f64,
     /// How much a shared core raised `cycles` ([`shared_core`]; 1: not).
     slowdown: f64,
+    /// Its straight-line leaf callees ran inline, after their calls, in a
+    /// loop path's model that shares its cycles ([`model_loop_paths`]);
+    /// elsewhere a call and its return run back to back in the model.
+    callees_inline: bool,
     head: Vec<f64>,
     stalls: Vec<Vec<Stall>>,
     bottleneck: String,
@@ -204,6 +208,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             low: 0.0,
             throughput_share: 0.0,
             slowdown: 1.0,
+            callees_inline: false,
             head: vec![0.0; n],
             stalls: vec![Vec::new(); n],
             bottleneck: "undecodable bytes".into(),
@@ -237,6 +242,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             0.0
         },
         slowdown: 1.0,
+        callees_inline: false,
         head: a.insns.iter().map(|t| t.head_cycles).collect(),
         stalls: a.insns.iter().map(|t| t.stalls.clone()).collect(),
         bottleneck: a.bottleneck,
@@ -259,15 +265,18 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
 }
 
 /// Whether block `b` calls code its model does not run with it: through a
-/// pointer, or a callee that is not a straight-line leaf (those a loop's
-/// path model runs inline). The model runs the block's own instructions
-/// back to back; the core runs them around the callee's work, which may
-/// hide their chain or hold them up.
-fn calls_opaque(code: &FunctionCode, b: usize) -> bool {
+/// pointer, a callee that is not a straight-line leaf, or a leaf where no
+/// loop path's model ran it inline and shared its cycles
+/// (`callees_inline`). The model runs the block's own instructions back to
+/// back; the core runs them around the callee's work, which may hide their
+/// chain or hold them up (btree's `main` loop header, its division by a
+/// constant waiting on `next_random`'s chain: 1.3-1.6x at "high" on six
+/// sets, its own model of 5.9 cycles a trip blind to that chain).
+fn calls_opaque(code: &FunctionCode, b: usize, callees_inline: bool) -> bool {
     let cfg = &code.cfg;
     cfg.insns[cfg.blocks[b].insns.clone()]
         .iter()
-        .any(|d| crate::disasm::is_call(d) && inline_callee(code, d).is_none())
+        .any(|d| crate::disasm::is_call(d) && (!callees_inline || inline_callee(code, d).is_none()))
 }
 
 /// The body of the straight-line leaf a direct call `d` reaches, which a
@@ -770,6 +779,7 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
                 *h *= factor;
             }
             m.bottleneck = format!("{} (in loop path {path:?}: {})", m.bottleneck, a.bottleneck);
+            m.callees_inline = !opaque_call;
             done[b] = true;
         }
     }
@@ -1349,7 +1359,7 @@ impl<'a> FunctionAnalysis<'a> {
                     after_unsure: after_unsure(cfg, b) || in_refill_shadow(cfg, b),
                     stall_suspect: total > 0.0 && on_loads > 0.5 * total,
                     straight: cfg.loops_of[b].is_empty(),
-                    calls_opaque: calls_opaque(self.code, b),
+                    calls_opaque: calls_opaque(self.code, b, self.models[b].callees_inline),
                     slowdown: self.models[b].slowdown,
                     best_cycles,
                     best_cycles_low: if self.models[b].cycles > 0.0 {
@@ -1815,6 +1825,7 @@ mod tests {
             low,
             throughput_share: throughput / cycles,
             slowdown: 1.0,
+            callees_inline: false,
             head: vec![cycles / 2.0; 2],
             stalls: vec![Vec::new(); 2],
             bottleneck: String::new(),

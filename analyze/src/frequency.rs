@@ -279,6 +279,10 @@ pub struct ClassEstimate {
     /// More than twice its samples were set aside in the blocks it rests
     /// on ([`Guess::MostlySetAside`]).
     pub mostly_set_aside: bool,
+    /// Every block it rests on calls code its model does not run inline
+    /// (`BlockObservation::calls_opaque`): weighed as a straight block's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub calls_out: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -346,6 +350,7 @@ pub fn estimate_class(
             floor: false,
             after_unsure: false,
             mostly_set_aside: false,
+            calls_out: false,
         });
     }
     // Suspects only count when the class has nothing better.
@@ -397,7 +402,8 @@ pub fn estimate_class(
     // and its throughput as a top, as a straight block's, cost btree on
     // Golden Cove and Zen 3 +0.36 (find_index's loop total collapsed
     // under entries its callers' ranged blocks raised).
-    let model_error = if straight || cluster.iter().all(|&b| obs[b].calls_opaque) {
+    let calls_out = cluster.iter().all(|&b| obs[b].calls_opaque);
+    let model_error = if straight || calls_out {
         // Half a cycle of the idle core's best case.
         let idle: f64 = cluster
             .iter()
@@ -435,6 +441,7 @@ pub fn estimate_class(
         floor: false,
         after_unsure,
         mostly_set_aside,
+        calls_out,
     })
 }
 
@@ -478,6 +485,7 @@ fn refetch_floor(
         floor: true,
         after_unsure: false,
         mostly_set_aside: false,
+        calls_out: false,
     })
 }
 
@@ -680,6 +688,10 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     }
 }
 
+/// Why a block whose estimate rests on a call's neighbours is unsure.
+const CALLS_OUT: &str =
+    "it calls code its model runs back to back with the return: how much of its work the callee hides or holds up is a guess";
+
 /// Why a block outside loops is low confidence whatever its samples.
 pub const HIDDEN_CHAIN: &str =
     "a block outside loops: how much of its dependency chain the code around it hides is a guess";
@@ -839,10 +851,15 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             why[b] = None;
             continue;
         }
+        let calls_out = classes
+            .iter()
+            .any(|e| e.calls_out && !e.floor && e.blocks.contains(&b));
         why[b].get_or_insert(if bounded[b] {
             "its samples may all be load stalls: an upper bound"
         } else if estimates[b].is_none() {
             "no estimate of its own: from the flow around it"
+        } else if calls_out {
+            CALLS_OUT
         } else {
             "few samples, or a best case the model is less sure of"
         });
