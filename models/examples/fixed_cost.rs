@@ -18,8 +18,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(hex), Some(n)) = (args.first(), args.get(1).and_then(|n| n.parse::<usize>().ok()))
-    else {
+    let (Some(hex), Some(n)) = (
+        args.first(),
+        args.get(1).and_then(|n| n.parse::<usize>().ok()),
+    ) else {
         eprintln!("usage: fixed_cost HEX N [CPU]");
         std::process::exit(2);
     };
