@@ -688,7 +688,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
     }
 }
 
-/// Why a block whose estimate rests on a call's neighbours is unsure.
+/// Why a block whose estimate rests on blocks that call out is unsure.
 const CALLS_OUT: &str =
     "it calls code its model runs back to back with the return: how much of its work the callee hides or holds up is a guess";
 
@@ -846,19 +846,22 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             why[b].get_or_insert(HIDDEN_CHAIN);
         }
     }
+    let mut calls_out = vec![false; n];
+    for e in classes.iter().filter(|e| e.calls_out && !e.floor) {
+        for &b in &e.blocks {
+            calls_out[b] = true;
+        }
+    }
     for b in 0..n {
         if confidence[b] == Confidence::High {
             why[b] = None;
             continue;
         }
-        let calls_out = classes
-            .iter()
-            .any(|e| e.calls_out && !e.floor && e.blocks.contains(&b));
         why[b].get_or_insert(if bounded[b] {
             "its samples may all be load stalls: an upper bound"
         } else if estimates[b].is_none() {
             "no estimate of its own: from the flow around it"
-        } else if calls_out {
+        } else if calls_out[b] {
             CALLS_OUT
         } else {
             "few samples, or a best case the model is less sure of"
