@@ -5,7 +5,8 @@
 //!
 //! "Every way in" is checked on the image's bytes, not trusted: every
 //! 4-byte window in executable segments read as a rel32 displacement
-//! (calls, jumps, `lea sym(%rip)`), every aligned 8-byte value in loaded
+//! (calls, jumps, `lea sym(%rip)`; inside a function's extent only where
+//! the bytes before it make it an operand), every aligned 8-byte value in loaded
 //! data (pointers, PIE relocation addends) and, in non-PIE executables,
 //! every 4-byte absolute immediate is counted as a reference to the
 //! function it points at. A function is linked only if its references
@@ -73,10 +74,49 @@ impl StartSet {
     }
 }
 
+/// Function extents, sorted and merged: where the bytes are instructions.
+struct Extents(Vec<(u64, u64)>);
+
+impl Extents {
+    fn new(ranges: impl Iterator<Item = (u64, u64)>) -> Self {
+        let mut v: Vec<(u64, u64)> = ranges.filter(|r| r.1 > r.0).collect();
+        v.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+        for (a, b) in v {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        Extents(merged)
+    }
+
+    fn holds(&self, a: u64) -> bool {
+        let i = self.0.partition_point(|r| r.0 <= a);
+        i > 0 && a < self.0[i - 1].1
+    }
+}
+
+/// Whether the four bytes at `p` can be a rel32 operand by the bytes
+/// before them: a `call`/`jmp` (e8/e9) or `jcc` (0f 80-8f) displacement,
+/// or a RIP-relative memory operand's (its ModRM, mod 00 r/m 101, comes
+/// right before the displacement). In code every real reference is one of
+/// these; a displacement or immediate that happens to point at a function
+/// is mostly not (btree's `movups %xmm4,0x90(%rbp)`: its `90 00 00 00`
+/// read as a rel32 lands on `insert_rec`, which then was not linked to its
+/// two tail jumps, and its loop was solved entered 11x too often).
+fn rel32_operand(bytes: &[u8], p: usize) -> bool {
+    let before = |k: usize| p.checked_sub(k).map(|i| bytes[i]);
+    matches!(before(1), Some(0xe8 | 0xe9))
+        || before(1).is_some_and(|b| b & 0xc7 == 0x05)
+        || (before(2) == Some(0x0f) && before(1).is_some_and(|b| (0x80..=0x8f).contains(&b)))
+}
+
 impl References {
     pub fn build(image: &ElfImage) -> Self {
         let functions = image.symbols.functions();
         let starts = StartSet::new(functions.iter().map(|f| f.start));
+        let code = Extents::new(functions.iter().map(|f| (f.start, f.end)));
         let mut refs: HashMap<u64, (usize, Vec<u64>)> = HashMap::new();
         let mut exported = HashSet::new();
         let Ok(file) = object::File::parse(image.data()) else {
@@ -100,7 +140,12 @@ impl References {
                     let target = (site + 4).wrapping_add(rel as i64 as u64);
                     // rel 0 is the zero displacement of padding no-ops
                     // (`nopl 0x0(%rax,%rax,1)`) just before a function.
-                    if rel != 0 && starts.contains(target) {
+                    // Inside a function's code a real reference is an
+                    // instruction's operand (see [`rel32_operand`]).
+                    if rel != 0
+                        && starts.contains(target)
+                        && (rel32_operand(bytes, p) || !code.holds(site))
+                    {
                         let e = refs.entry(target).or_default();
                         e.0 += 1;
                         e.1.push(site);
@@ -144,7 +189,43 @@ impl References {
 
 #[cfg(test)]
 mod tests {
-    use super::StartSet;
+    use super::{rel32_operand, References, StartSet};
+    use crate::image::ElfImage;
+
+    #[test]
+    fn a_rel32_is_an_operand_only_after_a_branch_opcode_or_a_rip_relative_modrm() {
+        // call, jmp, je rel32; lea and cmpl through %rip.
+        for code in [
+            &[0xe8u8, 1, 2, 3, 4][..],
+            &[0xe9, 1, 2, 3, 4],
+            &[0x0f, 0x84, 1, 2, 3, 4],
+            &[0x48, 0x8d, 0x05, 1, 2, 3, 4],
+            &[0x83, 0x3d, 1, 2, 3, 4, 0x0f],
+        ] {
+            let at = code.iter().position(|&b| b == 1).unwrap();
+            assert!(rel32_operand(code, at), "{code:02x?}");
+        }
+        // `movups %xmm4,0x90(%rbp)`: a displacement off a register.
+        let movups = [0x0f, 0x11, 0xa5, 0x90, 0, 0, 0];
+        assert!(!rel32_operand(&movups, 3));
+        assert!(!rel32_operand(&movups, 0));
+    }
+
+    #[test]
+    fn a_displacement_that_points_at_a_function_is_no_reference() {
+        // btree's split_child copies keys with `movups %xmm4,0x90(%rbp)` at
+        // 0x1419: its displacement read as a rel32 lands on insert_rec
+        // (0x14b0), whose only references are insert's two tail jumps.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/analyzer/btree");
+        let image = ElfImage::open(path, None).expect("the recorded btree binary");
+        let start = |name: &str| {
+            let f = image.symbols.functions();
+            f.iter().find(|f| f.name == name).expect(name).start
+        };
+        let refs = References::build(&image);
+        assert_eq!(refs.count(start("insert_rec")), 2);
+        assert_eq!(refs.count(start("find_index")), 3);
+    }
 
     #[test]
     fn start_sets_answer_alike_as_bits_and_as_a_sorted_list() {
