@@ -1452,7 +1452,10 @@ fn a_class_estimate_shared_by_its_blocks_is_one_measure() {
 /// btree's `main` loop header divides `next_random`'s result by a
 /// constant, waits on the leaf's chain, and read 1.3-1.6x at "high" on
 /// six sets from a model blind to that chain. It weighs, and is as sure,
-/// as a block calling opaque code, and says why.
+/// as a block calling opaque code, and says why; its best case is the
+/// chain from the leaf's result (9 cycles of mul/shr/imul/sub), its own
+/// model (5.9) the top of its range: 12 M runs read 0.89-1.08x, not
+/// 1.17-1.45x.
 #[test]
 fn a_block_calling_a_leaf_its_model_runs_apart_is_unsure() {
     for set in [
@@ -1467,6 +1470,12 @@ fn a_block_calling_a_leaf_its_model_runs_apart_is_unsure() {
         let b = block_at(&v, "0x111e");
         assert_ne!(b["confidence"], "high", "{set}: {b}");
         let why = b["confidence_why"].as_str().unwrap_or_default();
-        assert!(why.contains("calls code"), "{set}: {b}");
+        assert!(
+            why.contains("calls code") || why.contains("after a leaf it calls"),
+            "{set}: {b}"
+        );
+        // 3 M trips a run, four runs.
+        let r = freq_over(&v, "0x111e", 12.0e6);
+        assert!((0.8..1.15).contains(&r), "{set}: {r:.2} of the truth");
     }
 }

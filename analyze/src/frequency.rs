@@ -209,13 +209,15 @@ pub struct BlockObservation {
     pub best_cycles: f64,
     /// Best-case cycles by throughput alone (dispatch, ports, front end):
     /// for a block outside loops, how fast it can run when the code around
-    /// it hides its dependency chain. Equal to `best_cycles` in loops.
+    /// it hides its dependency chain; for a loop block whose chain waits on
+    /// a leaf it calls, its own steady-state model. Else `best_cycles`.
     pub best_cycles_low: f64,
     /// Most of its samples are charged to loads (likely cache misses), so its
     /// ratio is probably inflated by dynamic stalls.
     pub stall_suspect: bool,
-    /// Runs outside any loop: its best case depends on how it overlaps the
-    /// code around it, which the model does not see.
+    /// Runs outside any loop, or in a loop after a leaf it calls whose
+    /// result its chain waits for: its best case depends on how it
+    /// overlaps the code around it, which the model does not see.
     pub straight: bool,
     /// Calls code its model does not run with it (through a pointer, or a
     /// callee that is not a straight-line leaf): its best case is as
@@ -692,9 +694,10 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
 const CALLS_OUT: &str =
     "it calls code its model runs back to back with the return: how much of its work the callee hides or holds up is a guess";
 
-/// Why a block outside loops is low confidence whatever its samples.
+/// Why a block whose chain runs exposed (outside loops, or after a leaf
+/// it calls) is low confidence whatever its samples.
 pub const HIDDEN_CHAIN: &str =
-    "a block outside loops: how much of its dependency chain the code around it hides is a guess";
+    "its dependency chain runs exposed (outside loops, or after a leaf it calls): how much of it the code around it hides is a guess";
 
 /// Why a block's frequency is low confidence when it rests on its floor.
 pub const AT_ITS_REFILLS: &str =

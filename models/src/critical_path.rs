@@ -26,8 +26,25 @@ use std::collections::HashMap;
 
 /// Cycles from the first instruction's inputs to the last result.
 pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
+    longest_path(machine, block, None)
+}
+
+/// Cycles from the values in `from` (ready at cycle 0) to the last result
+/// that waits on them; inputs not derived from them count as ready long
+/// before (a call's return value: what after it waits for the callee).
+pub fn chain_from(machine: &Machine, block: &[Decoded], from: &[Reg]) -> f64 {
+    longest_path(machine, block, Some(from))
+}
+
+fn longest_path(machine: &Machine, block: &[Decoded], from: Option<&[Reg]>) -> f64 {
     let mut info = iced_x86::InstructionInfoFactory::new();
     let mut ready: HashMap<Reg, u64> = HashMap::new();
+    if let Some(from) = from {
+        for r in from {
+            ready.insert(*r, 0);
+        }
+    }
+    let tracked = from.is_some();
     let mut end = 0u64;
     for d in block {
         use iced_x86::{FlowControl, Mnemonic};
@@ -41,15 +58,23 @@ pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
             continue;
         }
         let sh = shape(&d.instr, &mut info);
-        let at = |regs: &[Reg], ready: &HashMap<Reg, u64>| {
-            regs.iter()
-                .map(|r| ready.get(r).copied().unwrap_or(0))
-                .max()
-                .unwrap_or(0)
+        // Tracking `from`: a value derived from none of them is absent
+        // (None), not ready at 0.
+        let at = |regs: &[Reg], ready: &HashMap<Reg, u64>| -> Option<u64> {
+            let t = regs.iter().filter_map(|r| ready.get(r).copied()).max();
+            if tracked {
+                t
+            } else {
+                Some(t.unwrap_or(0))
+            }
         };
         if sh.zero_idiom && machine.zero_idioms {
             for w in &sh.writes {
-                ready.insert(*w, 0);
+                if tracked {
+                    ready.remove(w);
+                } else {
+                    ready.insert(*w, 0);
+                }
             }
             continue;
         }
@@ -67,12 +92,21 @@ pub fn critical_path(machine: &Machine, block: &[Decoded]) -> f64 {
         if sh.load.is_some() && !sh.addr_reads.is_empty() {
             let load = machine.class(if sh.vector_mem { "vec_load" } else { "load" });
             let extra = machine.load_address_latency(&sh);
-            start = start.max(at(&sh.addr_reads, &ready) + u64::from(load.latency + extra));
+            if let Some(a) = at(&sh.addr_reads, &ready) {
+                let loaded = a + u64::from(load.latency + extra);
+                start = Some(start.map_or(loaded, |s| s.max(loaded)));
+            }
         }
         let latency = if machine.eliminates_move(&sh) {
             0
         } else {
             u64::from(machine.class(sh.class).latency)
+        };
+        let Some(start) = start else {
+            for w in &sh.writes {
+                ready.remove(w);
+            }
+            continue;
         };
         let done = start + latency;
         for w in &sh.writes {
@@ -109,5 +143,15 @@ mod tests {
         // add %rdi,%rax; add %rsi,%rdx; add %rcx,%r8
         let b = decode_hex("4801f84801f24901c8", 0x1000).unwrap();
         assert_eq!(critical_path(&golden_cove(), &b), 1.0);
+    }
+
+    #[test]
+    fn a_chain_from_a_value_leaves_out_what_does_not_wait_for_it() {
+        // mov %rax,%rsi; shr $8,%rsi; imul %rsi,%rsi (from rax: 0 + 1 + 3);
+        // imul %rcx,%rcx; imul %rcx,%rcx (independent of rax: 6, left out)
+        let b = decode_hex("4889c648c1ee08480faff6480fafc9480fafc9", 0x1000).unwrap();
+        let rax = iced_x86::Register::RAX as Reg;
+        assert_eq!(chain_from(&golden_cove(), &b, &[rax]), 4.0);
+        assert_eq!(critical_path(&golden_cove(), &b), 6.0);
     }
 }
