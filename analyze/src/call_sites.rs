@@ -28,7 +28,7 @@ pub const MAX_CALLERS: usize = 16;
 
 /// References to each function start found in an image's bytes.
 pub struct References {
-    /// Function start -> (references counted, addresses of the rel32 ones).
+    /// Function start -> (references counted, addresses of the rel32 and short-jump ones).
     refs: HashMap<u64, (usize, Vec<u64>)>,
     exported: HashSet<u64>,
 }
@@ -74,26 +74,23 @@ impl StartSet {
     }
 }
 
-/// Function extents, sorted and merged: where the bytes are instructions.
+/// Function extents (start, end), sorted by start: where the bytes are
+/// instructions.
 struct Extents(Vec<(u64, u64)>);
 
 impl Extents {
     fn new(ranges: impl Iterator<Item = (u64, u64)>) -> Self {
         let mut v: Vec<(u64, u64)> = ranges.filter(|r| r.1 > r.0).collect();
         v.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-        for (a, b) in v {
-            match merged.last_mut() {
-                Some(last) if a <= last.1 => last.1 = last.1.max(b),
-                _ => merged.push((a, b)),
-            }
-        }
-        Extents(merged)
+        Extents(v)
     }
 
-    fn holds(&self, a: u64) -> bool {
-        let i = self.0.partition_point(|r| r.0 <= a);
-        i > 0 && a < self.0[i - 1].1
+    /// The extent of the last function starting at or before `a`, if it
+    /// holds `a` (where extents nest, an outer one may be missed: a window
+    /// then counts as outside code, which can only cost a link).
+    fn containing(&self, a: u64) -> Option<(u64, u64)> {
+        let i = self.0.partition_point(|r| r.0 <= a).checked_sub(1)?;
+        (a < self.0[i].1).then_some(self.0[i])
     }
 }
 
@@ -122,7 +119,7 @@ fn rel8_reference(
     p: usize,
     va: u64,
     starts: &StartSet,
-    functions: &[(u64, u64)],
+    code: &Extents,
 ) -> Option<u64> {
     let op = bytes[p];
     if !(op == 0xeb || (0x70..=0x7f).contains(&op)) {
@@ -133,11 +130,7 @@ fn rel8_reference(
     if !starts.contains(target) {
         return None;
     }
-    let i = functions.partition_point(|f| f.0 <= site).checked_sub(1)?;
-    let (start, end) = functions[i];
-    if site >= end {
-        return None;
-    }
+    let (start, end) = code.containing(site)?;
     let from = usize::try_from(start.checked_sub(va)?).ok()?;
     let end = usize::try_from(end - va).ok()?.min(bytes.len());
     let mut d = iced_x86::Decoder::with_ip(
@@ -161,8 +154,6 @@ impl References {
         let functions = image.symbols.functions();
         let starts = StartSet::new(functions.iter().map(|f| f.start));
         let code = Extents::new(functions.iter().map(|f| (f.start, f.end)));
-        let mut extents: Vec<(u64, u64)> = functions.iter().map(|f| (f.start, f.end)).collect();
-        extents.sort_unstable();
         let mut refs: HashMap<u64, (usize, Vec<u64>)> = HashMap::new();
         let mut exported = HashSet::new();
         let Ok(file) = object::File::parse(image.data()) else {
@@ -190,13 +181,13 @@ impl References {
                     // instruction's operand (see [`rel32_operand`]).
                     if rel != 0
                         && starts.contains(target)
-                        && (rel32_operand(bytes, p) || !code.holds(site))
+                        && (rel32_operand(bytes, p) || code.containing(site).is_none())
                     {
                         let e = refs.entry(target).or_default();
                         e.0 += 1;
                         e.1.push(site);
                     }
-                    if let Some(target) = rel8_reference(bytes, p, va, &starts, &extents) {
+                    if let Some(target) = rel8_reference(bytes, p, va, &starts, &code) {
                         let e = refs.entry(target).or_default();
                         e.0 += 1;
                         e.1.push(site);
@@ -221,9 +212,9 @@ impl References {
         References { refs, exported }
     }
 
-    /// Addresses of rel32 displacements pointing at `func` (a direct call
-    /// is its address + 1), and of short jumps' opcodes.
-    pub fn rel32_sites(&self, func: u64) -> &[u64] {
+    /// Where the references to `func` are: rel32 displacements (a direct
+    /// call is its address + 1) and short jumps' opcodes.
+    pub fn reference_sites(&self, func: u64) -> &[u64] {
         self.refs.get(&func).map_or(&[], |r| &r.1)
     }
 
@@ -288,7 +279,7 @@ mod tests {
         let matchstar = f.iter().find(|f| f.name == "matchstar").expect("matchstar");
         let refs = References::build(&image);
         assert_eq!(refs.count(matchstar.start), 1);
-        assert_eq!(refs.rel32_sites(matchstar.start), &[0x1587]);
+        assert_eq!(refs.reference_sites(matchstar.start), &[0x1587]);
     }
 
     #[test]

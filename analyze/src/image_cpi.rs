@@ -94,10 +94,11 @@ fn solve(
 }
 
 /// Start addresses of the functions whose bytes point at `func` with a
-/// rel32 displacement; None if there are more than [`MAX_CALLERS`].
+/// rel32 displacement or a short jump; None if there are more than
+/// [`MAX_CALLERS`].
 fn caller_starts(image: &ElfImage, refs: &References, func: u64) -> Option<Vec<u64>> {
     let mut starts: Vec<u64> = refs
-        .rel32_sites(func)
+        .reference_sites(func)
         .iter()
         .filter_map(|&site| image.symbols.function_at(site).map(|f| f.start))
         .collect();
