@@ -154,6 +154,15 @@ def main():
                 share, w10, w25 = levels[name]
                 print(f"{name}: {100 * share:.1f} % of the samples, {100 * w10 / share:.1f} % of them "
                       f"within ±10, {100 * w25 / share:.1f} % within ±25 (unscaled)")
+        # Whether "high" holds where the rules were not tuned: the extra
+        # workloads' cells (the held-out one left out, as everywhere).
+        cells = [k for k in got_extra if k[1] != HELD_OUT]
+        share = sum(e["share"] for k in cells for e in got_extra[k][3] if e["confidence"] == "high")
+        w10 = sum(e["share"] * e["within"][1] for k in cells for e in got_extra[k][3]
+                  if e["confidence"] == "high")
+        if cells and share > 0:
+            print(f"extra workloads' high: {100 * share / len(cells):.1f} % of the samples, "
+                  f"{100 * w10 / share:.1f} % of them within ±10 (unscaled, {len(cells)} cells)")
 
 
 if __name__ == "__main__":
