@@ -235,12 +235,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             iterations: UNTIL_STEADY,
         },
     );
-    let throughput = a
-        .bounds
-        .dispatch
-        .max(a.bounds.ports)
-        .max(a.bounds.front_end)
-        .max(a.bounds.taken_branches);
+    let throughput = throughput_bound(&a.bounds);
     let mut m = BlockModel {
         cycles: a.cycles_per_iteration,
         low: a.cycles_per_iteration,
@@ -811,17 +806,22 @@ fn model_loop_paths(code: &FunctionCode, machine: &Machine, models: &mut [BlockM
 /// Why a block of a short loop bound by a carried chain is unsure.
 const OVERLAPPING_ENTRIES: &str = "its loop carries a chain over few trips an entry: the next entry's trips may overlap them, and a trip take less than its chain";
 
-/// Whether a loop's model runs at a chain its iterations carry, its
-/// throughput (dispatch, ports, front end, taken branches) well below.
-fn chain_bound(a: &dcpi_models::schedule::Analysis) -> bool {
-    let b = &a.bounds;
-    let throughput = b
-        .dispatch
+/// A block's largest throughput bound: dispatch, ports, front end, taken
+/// branches (its chain left out).
+fn throughput_bound(b: &dcpi_models::schedule::Bounds) -> f64 {
+    b.dispatch
         .max(b.ports)
         .max(b.front_end)
-        .max(b.taken_branches);
+        .max(b.taken_branches)
+}
+
+/// Whether a loop's model runs at a chain its iterations carry, its
+/// throughput well below.
+fn chain_bound(a: &dcpi_models::schedule::Analysis) -> bool {
     let cycles = a.cycles_per_iteration;
-    cycles > 0.0 && b.dependency_chain >= 0.9 * cycles && throughput < 0.75 * cycles
+    cycles > 0.0
+        && a.bounds.dependency_chain >= 0.9 * cycles
+        && throughput_bound(&a.bounds) < 0.75 * cycles
 }
 
 /// A busy SMT sibling on the host takes `1 - share` of the core's issue
