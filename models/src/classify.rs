@@ -94,10 +94,11 @@ pub const CLASSES: &[&str] = &[
     "vec512_compare",
     "vec512_shuffle",
     "vec512_lane_cross",
+    "load_forwarded_each",
 ];
 
 /// Classes a description may leave out (the model then does without).
-pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded", "mul_wide_high"];
+pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded", "load_forwarded_each", "mul_wide_high"];
 
 /// A register as the dependency tracker sees it (full width; FLAGS = 1000).
 pub type Reg = u16;
