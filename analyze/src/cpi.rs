@@ -1683,27 +1683,8 @@ impl<'a> FunctionAnalysis<'a> {
     /// estimate rests on are not its best case (codec's rle_decode inner
     /// loop, 8.5 one-cycle trips per entry: +46.5 % at "high").
     fn shorter_than_a_refill(&self, freq: &[f64]) -> Vec<bool> {
-        let cfg = &self.code.cfg;
         let penalty = self.machine.mispredict_penalty as f64;
-        let mut short = vec![false; cfg.blocks.len()];
-        for l in &cfg.loops {
-            let entries = loop_entries(cfg, l, freq);
-            if entries <= 0.0 {
-                continue;
-            }
-            let per_entry: f64 = l
-                .body
-                .iter()
-                .map(|&b| freq[b] * self.models[b].cycles)
-                .sum::<f64>()
-                / entries;
-            if per_entry < penalty {
-                for &b in &l.body {
-                    short[b] = true;
-                }
-            }
-        }
-        short
+        self.short_loops(freq, |_| true, |b| self.models[b].cycles, penalty)
     }
 
     /// Blocks of innermost loops bound by a chain their trips carry, whose
@@ -1715,29 +1696,37 @@ impl<'a> FunctionAnalysis<'a> {
     /// back) ran 2.45 cycles a trip and read 0.39x at "high".
     fn overlapping_entries(&self, freq: &[f64]) -> Vec<bool> {
         let cfg = &self.code.cfg;
-        let window = self.machine.rob_size as f64;
-        let mut overlap = vec![false; cfg.blocks.len()];
-        for l in cfg.loops.iter().filter(|l| is_innermost(cfg, l)) {
-            if !self.models[l.header].carried {
-                continue;
-            }
+        let keep = |l: &crate::cfg::Loop| is_innermost(cfg, l) && self.models[l.header].carried;
+        let insns = |b: usize| cfg.blocks[b].insns.len() as f64;
+        self.short_loops(freq, keep, insns, self.machine.rob_size as f64)
+    }
+
+    /// Blocks of the loops `keep` keeps whose run per entry, Σ frequency ×
+    /// `per_run(block)` over the body by the loop's entries, is under
+    /// `limit`.
+    fn short_loops(
+        &self,
+        freq: &[f64],
+        keep: impl Fn(&crate::cfg::Loop) -> bool,
+        per_run: impl Fn(usize) -> f64,
+        limit: f64,
+    ) -> Vec<bool> {
+        let cfg = &self.code.cfg;
+        let mut short = vec![false; cfg.blocks.len()];
+        for l in cfg.loops.iter().filter(|l| keep(l)) {
             let entries = loop_entries(cfg, l, freq);
             if entries <= 0.0 {
                 continue;
             }
-            let per_entry: f64 = l
-                .body
-                .iter()
-                .map(|&b| freq[b] * cfg.blocks[b].insns.len() as f64)
-                .sum::<f64>()
-                / entries;
-            if per_entry < window {
+            let per_entry: f64 =
+                l.body.iter().map(|&b| freq[b] * per_run(b)).sum::<f64>() / entries;
+            if per_entry < limit {
                 for &b in &l.body {
-                    overlap[b] = true;
+                    short[b] = true;
                 }
             }
         }
-        overlap
+        short
     }
 
     /// The report for frequencies `freqs` (None: samples and the model
