@@ -865,7 +865,7 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::UnitBusy { .. } => 'u',
         Stall::DispatchWidth => 'w',
         Stall::RobFull => 'r',
-        Stall::FrontEnd { .. } | Stall::TakenBranch { .. } => 'f',
+        Stall::FrontEnd { .. } | Stall::TakenBranch { .. } | Stall::FetchLine { .. } => 'f',
         Stall::RetireWidth { .. } => 't',
         Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } => 's',
     }

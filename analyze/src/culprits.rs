@@ -146,6 +146,11 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "taken branches".into(),
             format!("fetched after a taken branch ({per_cycle} a cycle)"),
         ),
+        Stall::FetchLine { line_bytes } => (
+            "fetchline".into(),
+            "fetch lines".into(),
+            format!("fetched from the next {line_bytes}-byte line: one line a cycle"),
+        ),
         Stall::RetireWidth { per_cycle } => (
             "retire".into(),
             "retire width".into(),

@@ -195,6 +195,9 @@ pub struct Shape {
     pub cond_branch: bool,
     /// The class was guessed (mnemonic not in the tables).
     pub unknown: bool,
+    /// Where it is in memory, and its length in bytes (the front end
+    /// fetches by lines: [`crate::machine::Machine::fetch_line_bytes`]).
+    pub addr: u64,
     pub len: usize,
     /// What it does to the upper halves of the vector registers (for the
     /// SSE/AVX transitions of Intel cores).
@@ -1059,6 +1062,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         logical_flags,
         cond_branch,
         unknown,
+        addr: i.ip(),
         len: i.len(),
         offset_of: offset_of(i),
         upper: upper_state(i, class, writes_xmm, writes_wide),

@@ -156,6 +156,104 @@ pub(crate) enum DispatchStall {
     RobFull,
     FrontEnd,
     TakenBranch,
+    FetchLine,
+}
+
+/// The front end's clock: the cycle each instruction is fetched in at the
+/// earliest, with a queue deep enough that only the fetch's own limits
+/// count. It follows [`Machine::taken_branches_per_cycle`] taken branches
+/// a cycle and, with [`Machine::fetch_line_bytes`], fetches one aligned
+/// line a cycle: an instruction whose bytes reach into another line than
+/// the one before it waits for that line's cycle. Lines are counted only
+/// where the sequence comes back to the same addresses every iteration (a
+/// loop, or a block ending in a taken jump); blocks laid back to back
+/// drift through their lines, and the bytes a cycle bound them on average.
+pub(crate) struct FetchClock {
+    cycle: u64,
+    taken: u32,
+    taken_limit: u32,
+    line_bytes: u64,
+    line: Option<u64>,
+    /// Why the clock last moved on: what an instruction waiting for it
+    /// waited for.
+    pub why: DispatchStall,
+}
+
+impl FetchClock {
+    pub fn new(m: &Machine, shapes: &[Shape]) -> Self {
+        let repeats = match (shapes.first(), shapes.last()) {
+            (Some(first), Some(last)) => {
+                last.taken || last.addr.wrapping_add(last.len as u64) == first.addr
+            }
+            _ => false,
+        };
+        FetchClock {
+            cycle: 0,
+            taken: 0,
+            taken_limit: m.taken_branches_per_cycle,
+            line_bytes: if repeats {
+                m.fetch_line_bytes as u64
+            } else {
+                0
+            },
+            line: None,
+            why: DispatchStall::TakenBranch,
+        }
+    }
+
+    /// The cycle `sh` is fetched in at the earliest.
+    pub fn fetch(&mut self, sh: &Shape) -> u64 {
+        if let Some(first) = sh.addr.checked_div(self.line_bytes) {
+            let last = (sh.addr + sh.len.max(1) as u64 - 1) / self.line_bytes;
+            if self.line.is_some_and(|l| l != first) {
+                self.cycle += 1;
+                self.why = DispatchStall::FetchLine;
+            }
+            if last != first {
+                self.cycle += 1;
+                self.why = DispatchStall::FetchLine;
+            }
+            self.line = Some(last);
+        }
+        self.cycle
+    }
+
+    /// After `sh` is fetched: a taken branch ends its cycle's fetch once
+    /// the cycle has followed as many as it can.
+    pub fn passed(&mut self, sh: &Shape) {
+        if !sh.taken {
+            return;
+        }
+        self.line = None;
+        if self.taken_limit > 0 {
+            self.taken += 1;
+            if self.taken >= self.taken_limit {
+                self.cycle += 1;
+                self.taken = 0;
+                self.why = DispatchStall::TakenBranch;
+            }
+        }
+    }
+}
+
+/// Cycles per iteration [`FetchClock`] needs for the lines `shapes` are
+/// fetched from and the taken branches between them, where
+/// [`Machine::fetch_line_bytes`] applies (0 elsewhere): the clock's
+/// advance over a second pass.
+pub(crate) fn fetch_line_cycles(m: &Machine, shapes: &[Shape]) -> f64 {
+    let mut clock = FetchClock::new(m, shapes);
+    if clock.line_bytes == 0 {
+        return 0.0;
+    }
+    let pass = |clock: &mut FetchClock| {
+        for sh in shapes {
+            clock.fetch(sh);
+            clock.passed(sh);
+        }
+        clock.cycle
+    };
+    let first = pass(&mut clock);
+    (pass(&mut clock) - first) as f64
 }
 
 /// Why retirement held an instruction after it was done (and the older
@@ -1926,11 +2024,10 @@ fn simulate_with<'a, const BIND: bool>(
         bytes: 0,
         owed: 0,
     };
-    // The front end's clock for taken branches (see
-    // `Machine::taken_branches_per_cycle`): the cycle the next instruction
-    // is fetched in at the earliest, and the taken branches followed in it.
+    // The front end's clock: the cycle each instruction is fetched in at
+    // the earliest, by the taken branches and lines before it.
     let taken_limit = m.taken_branches_per_cycle;
-    let (mut fetch_cycle, mut fetch_taken) = (0u64, 0u32);
+    let mut fetch = FetchClock::new(m, shapes);
     let mut retire = RetireState {
         cycle: 0,
         count: 0,
@@ -2005,6 +2102,7 @@ fn simulate_with<'a, const BIND: bool>(
                         } else {
                             0.0
                         },
+                        fetch_line_cycles(m, shapes),
                     ]
                     .into_iter()
                     .fold(0.0, f64::max);
@@ -2015,11 +2113,11 @@ fn simulate_with<'a, const BIND: bool>(
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
         let first_in_cycle = any_group_start && g.costs[g.dyns[i].stat as usize].class.starts_group;
-        while dispatch.cycle < fetch_cycle {
-            // Fetched after a taken branch, in a later cycle.
-            g.dyns[i]
-                .dispatch_stall
-                .get_or_insert(DispatchStall::TakenBranch);
+        let fetched = fetch.fetch(&shapes[g.dyns[i].stat as usize]);
+        while dispatch.cycle < fetched {
+            // Fetched after a taken branch or from a later line, in a
+            // later cycle.
+            g.dyns[i].dispatch_stall.get_or_insert(fetch.why);
             dispatch.next_cycle(width);
         }
         let mut slot;
@@ -2060,13 +2158,7 @@ fn simulate_with<'a, const BIND: bool>(
         }
         let dc = dispatch.cycle;
         g.dyns[i].dispatched = dc;
-        if taken_limit > 0 && shapes[g.dyns[i].stat as usize].taken {
-            fetch_taken += 1;
-            if fetch_taken >= taken_limit {
-                fetch_cycle += 1;
-                fetch_taken = 0;
-            }
-        }
+        fetch.passed(&shapes[g.dyns[i].stat as usize]);
         calendar.advance(dc);
         if bind {
             binder.start(dc);

@@ -30,6 +30,9 @@ fn stall_text(s: &Stall) -> String {
         Stall::TakenBranch { per_cycle } => {
             format!("fetched after a taken branch ({per_cycle}/cycle)")
         }
+        Stall::FetchLine { line_bytes } => {
+            format!("fetched from the next {line_bytes}-byte line (1/cycle)")
+        }
         Stall::RetireWidth { per_cycle } => format!("retire width ({per_cycle}/cycle)"),
         Stall::StoreCommit { per_cycle } => {
             format!("store commit ({per_cycle} line/cycle)")
@@ -49,11 +52,14 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(out, "IPC:                  {:.2}", a.ipc);
     let _ = writeln!(out, "Bottleneck:           {}", a.bottleneck);
     let b = &a.bounds;
-    let taken = if b.taken_branches > 0.0 {
+    let mut taken = if b.taken_branches > 0.0 {
         format!(", taken branches {:.2}", b.taken_branches)
     } else {
         String::new()
     };
+    if b.fetch_lines > 0.0 {
+        taken.push_str(&format!(", fetch lines {:.2}", b.fetch_lines));
+    }
     let _ = writeln!(
         out,
         "Bounds:               dependency chain {:.2}, dispatch {:.2}, ports {:.2} ({}), front end {:.2}{taken}\n",
