@@ -39,8 +39,9 @@ use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Culprit {
-    /// Short code: dep, port, unit, width, rob, frontend, fwd, dcache,
-    /// mispredict, icache, store, divider, unexplained.
+    /// Short code — static (the model): dep, fwd, fwdfail, port, unit,
+    /// width, rob, frontend, taken, fetchline, retire, commit; dynamic:
+    /// dcache, icache, mispredict, store, divider, smt, unexplained.
     pub code: String,
     pub name: String,
     /// "static" (the model) or "dynamic" (ruled in by the rules).
