@@ -556,6 +556,39 @@ fn impossible_entries_give_way_to_the_exits_refills_in_the_loops_total() {
     }
 }
 
+/// btree's `find_index`: its scan loop's two exits return to its callers,
+/// so no refill is counted past them and one whole refill per entry (13
+/// cycles on Zen 4) leaves no room for its trips; between its bounds it
+/// read 0.70-0.88x on all nine Zen 4 sets. Half a refill per entry (the
+/// exit's resolution, what its exact bytes measure in a loop of random
+/// trip counts) puts it nearer on the whole, though each set still
+/// carries its callers' error in the entries. Truth: 101.67 M header
+/// runs a run (0x146b).
+#[test]
+fn a_loop_whose_exit_refills_land_out_of_sight_pays_half_a_refill_an_entry() {
+    let mut sum = 0.0;
+    let sets = [
+        "zen4",
+        "zen4-5k-a",
+        "zen4-5k-b",
+        "zen4-5k-c",
+        "zen4-5k-d",
+        "zen4-5k-e",
+        "zen4-5k-f",
+        "zen4-5k-g",
+        "zen4-5k-h",
+    ];
+    for set in sets {
+        let runs = if set == "zen4" { 1.0 } else { 4.0 };
+        let v = set_cpi(set, "btree", "find_index");
+        let ratio = freq_over(&v, "0x146b", runs * 101.67e6);
+        assert!(ratio > 0.55 && ratio < 1.5, "{set}: {ratio:.2}x");
+        sum += ratio.ln().abs();
+    }
+    let mean = sum / sets.len() as f64;
+    assert!(mean < 0.22, "mean |ln e| {mean:.3} (0.244 between bounds)");
+}
+
 /// eventsim's heap `pop`: its sift-down loop chooses the smaller child by
 /// an if/else that mispredicts about every other trip, and every block of
 /// the loop stalls; their estimates read +50..+97 % until the loop's total
@@ -1361,7 +1394,9 @@ fn a_loop_calling_through_pointers_takes_its_total_and_keeps_its_exit() {
 /// to where one refill each would take more than all its loop's cycles
 /// (its exit, about five trips an entry, is partly predicted). The loop
 /// then went to conservation, which left it at a trip an entry (-88 %);
-/// now its trips take the middle of what the loop's cycles allow.
+/// then its trips took the middle of what the loop's cycles allow (0.79x);
+/// now its cycles less half a refill an entry (0.63x under those entries:
+/// see [`a_loop_whose_exit_refills_land_out_of_sight_pays_half_a_refill_an_entry`]).
 #[test]
 fn an_overfilled_loop_keeps_its_trips() {
     let v = set_cpi("zen4-5k-b", "btree", "find_index");
@@ -1369,7 +1404,7 @@ fn an_overfilled_loop_keeps_its_trips() {
     assert!(trips > 0.5 && trips < 2.0, "header at {trips:.2}x");
     let b = block_at(&v, "0x146b");
     let why = b["confidence_why"].as_str().unwrap_or("");
-    assert!(why.contains("between one trip per entry"), "{why}");
+    assert!(why.contains("half a refill per entry"), "{why}");
 }
 
 /// kernels' `isort`: the outer loop's latch sits two and three

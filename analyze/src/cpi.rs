@@ -43,7 +43,7 @@ use crate::frequency::{
 use crate::function_code::FunctionCode;
 use crate::loop_totals::{
     between_bounds, dispatch_mispredicts, dispatch_total, header_frequency, impossible_entries,
-    overfilled, LoopSamples,
+    overfilled, LoopSamples, UNSEEN_EXIT_REFILL,
 };
 use dcpi_models::classify::shape;
 use dcpi_models::critical_path::critical_path;
@@ -1573,6 +1573,7 @@ impl<'a> FunctionAnalysis<'a> {
             };
             let mut total = header_frequency(s, entries, trip, cps, refill);
             let mut between = false;
+            let mut unseen_exits = false;
             // No room for trips at one refill an entry: the entries are
             // suspect (kernels' isort: its outer latch, two short blocks
             // past the inner loop's mispredicted exit, read 4.5x at high
@@ -1602,6 +1603,15 @@ impl<'a> FunctionAnalysis<'a> {
                 // -43 %). The 45 cells 0.203 -> 0.198, search 0.425 ->
                 // 0.386; at 0.35 / 0.65 of the log way up instead of the
                 // middle: 0.208 / 0.193, search 0.337 / 0.409.
+                // Exits whose refills land out of sight (no refill counted
+                // past them) leave only the branches' resolution in the
+                // loop: half a refill an entry, before the range's middle
+                // (btree's find_index on the Zen 4 sets, whose three
+                // callers take its refills).
+                if total.is_none() && exit_refills(cfg, l, p).is_none() {
+                    total = header_frequency(s, entries, trip, cps, refill * UNSEEN_EXIT_REFILL);
+                    unseen_exits = total.is_some();
+                }
                 if total.is_none() {
                     total = between_bounds(s, entries, trip, cps);
                     between = total.is_some();
@@ -1642,6 +1652,7 @@ impl<'a> FunctionAnalysis<'a> {
                         match dispatch {
                             Some(_) => Guess::DispatchTotal,
                             None if between => Guess::LoopBetween,
+                            None if unseen_exits => Guess::LoopUnseenExits,
                             None => Guess::LoopTotal,
                         },
                     ),

@@ -160,6 +160,11 @@ pub enum Guess {
     /// loop's cycles at its best case, the refills its exits cost unknown
     /// ([`crate::loop_totals::between_bounds`]).
     LoopBetween,
+    /// Its loop's trip count is from the loop's samples less half a refill
+    /// per entry: one whole refill each left no room for trips, and its
+    /// exits' refills land where no sample of the loop sees them
+    /// ([`crate::loop_totals::UNSEEN_EXIT_REFILL`]).
+    LoopUnseenExits,
     /// It runs just past a loop's exits, whose refills its samples hold:
     /// its runs are the refills counted there (at least as many exits
     /// mispredicted).
@@ -182,6 +187,9 @@ impl Guess {
             }
             Guess::LoopDisagrees => {
                 "its own samples and its loop's samples as a whole disagree by more than 2x"
+            }
+            Guess::LoopUnseenExits => {
+                "its loop's trip count is from the loop's samples less half a refill per entry: its exits' refills land out of its sight"
             }
             Guess::LoopBetween => {
                 "its loop's trip count is a guess between one trip per entry and all its cycles at its best case"
