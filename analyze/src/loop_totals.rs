@@ -25,6 +25,11 @@
 //! (eventsim's heap `pop`, choosing the smaller child: +50..+97 % on its
 //! loop without them, within ±11 % with them).
 //!
+//! Where a whole refill per entry leaves no room for trips and nothing
+//! was counted past the exits (they return to callers), only the exit
+//! branch's resolution is the loop's: half a refill per entry
+//! ([`UNSEEN_EXIT_REFILL`]; btree's `find_index`).
+//!
 //! Limits: the refill is the machine's nominal penalty, and when it is
 //! most of the loop's cycles the answer is only as good as that figure
 //! (hence a wide error, and the blocks stay low confidence); other
@@ -164,10 +169,11 @@ pub fn header_frequency(
 }
 
 /// A loop's header frequency where one refill per entry leaves no room
-/// for its trips ([`overfilled`]): the refill per entry is then what is
-/// wrong (an exit the predictor learned costs none: btree's `find_index`,
-/// five trips an entry, paid about 5.4 cycles per entry on zen4-5k-b
-/// where a refill is 13), and nothing says how much was paid. The trips lie
+/// for its trips ([`overfilled`]) and half a refill per entry
+/// ([`UNSEEN_EXIT_REFILL`], where no refill is counted past its exits)
+/// leaves none either: the refill per entry is then what is wrong (an
+/// exit the predictor learned costs none), and nothing says how much was
+/// paid. The trips lie
 /// between one per entry and all the loop's cycles at its best case:
 /// their middle in log terms, at an error as large as itself (a guess).
 /// None where that range is empty.
