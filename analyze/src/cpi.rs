@@ -1571,20 +1571,30 @@ impl<'a> FunctionAnalysis<'a> {
                 None => entries_at_exit_refills(cfg, l, p, entries).unwrap_or(entries),
                 Some(_) => entries,
             };
-            let mut total = header_frequency(s, entries, trip, cps, refill);
+            // Exits whose refills land out of sight (none counted past
+            // them: they return to callers) leave only the branches'
+            // resolution in the loop, half a refill an entry (btree's
+            // find_index on every Zen 4 set, 0.70-0.88x between its bounds
+            // at a whole refill; msort's merge loops).
+            let unseen_exits = dispatch.is_none() && exit_refills(cfg, l, p).is_none();
+            let paid = if unseen_exits {
+                refill * UNSEEN_EXIT_REFILL
+            } else {
+                refill
+            };
+            let mut total = header_frequency(s, entries, trip, cps, paid);
             let mut between = false;
-            let mut unseen_exits = false;
             // No room for trips at one refill an entry: the entries are
             // suspect (kernels' isort: its outer latch, two short blocks
             // past the inner loop's mispredicted exit, read 4.5x at high
             // confidence), whatever evidence the blocks leading in have.
-            if total.is_none() && dispatch.is_none() && overfilled(s, entries, cps, refill) {
+            if total.is_none() && dispatch.is_none() && overfilled(s, entries, cps, paid) {
                 for e in cfg.predecessors(l.header).filter(|e| !l.contains(e.from)) {
                     for &b in &cfg.classes[cfg.class_of[e.from]] {
                         p.guess(b, Guess::OverfillsLoop);
                     }
                 }
-                if impossible_entries(s, entries, cps, refill) {
+                if impossible_entries(s, entries, cps, paid) {
                     exits_at_their_refills(cfg, l, p);
                     // The exits' refills are the entries then, for the
                     // total too (their blocks now say so): the entries
@@ -1595,7 +1605,7 @@ impl<'a> FunctionAnalysis<'a> {
                     let counted = exit_refills(cfg, l, p)
                         .filter(|&c| c < entries && c >= REFILLED_EXITS * entries);
                     if let Some(counted) = counted {
-                        total = header_frequency(s, counted, trip, cps, refill);
+                        total = header_frequency(s, counted, trip, cps, paid);
                     }
                 }
                 // Nor is the loop left to conservation, which took it to a
@@ -1603,15 +1613,6 @@ impl<'a> FunctionAnalysis<'a> {
                 // -43 %). The 45 cells 0.203 -> 0.198, search 0.425 ->
                 // 0.386; at 0.35 / 0.65 of the log way up instead of the
                 // middle: 0.208 / 0.193, search 0.337 / 0.409.
-                // Exits whose refills land out of sight (no refill counted
-                // past them) leave only the branches' resolution in the
-                // loop: half a refill an entry, before the range's middle
-                // (btree's find_index on the Zen 4 sets, whose three
-                // callers take its refills).
-                if total.is_none() && exit_refills(cfg, l, p).is_none() {
-                    total = header_frequency(s, entries, trip, cps, refill * UNSEEN_EXIT_REFILL);
-                    unseen_exits = total.is_some();
-                }
                 if total.is_none() {
                     total = between_bounds(s, entries, trip, cps);
                     between = total.is_some();

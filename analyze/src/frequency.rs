@@ -161,9 +161,8 @@ pub enum Guess {
     /// ([`crate::loop_totals::between_bounds`]).
     LoopBetween,
     /// Its loop's trip count is from the loop's samples less half a refill
-    /// per entry: one whole refill each left no room for trips, and its
-    /// exits' refills land where no sample of the loop sees them
-    /// ([`crate::loop_totals::UNSEEN_EXIT_REFILL`]).
+    /// per entry: its exits' refills land where no sample of the loop sees
+    /// them ([`crate::loop_totals::UNSEEN_EXIT_REFILL`]).
     LoopUnseenExits,
     /// It runs just past a loop's exits, whose refills its samples hold:
     /// its runs are the refills counted there (at least as many exits

@@ -25,10 +25,9 @@
 //! (eventsim's heap `pop`, choosing the smaller child: +50..+97 % on its
 //! loop without them, within ±11 % with them).
 //!
-//! Where a whole refill per entry leaves no room for trips and nothing
-//! was counted past the exits (they return to callers), only the exit
-//! branch's resolution is the loop's: half a refill per entry
-//! ([`UNSEEN_EXIT_REFILL`]; btree's `find_index`).
+//! Where nothing was counted past the exits (they return to callers),
+//! only the exit branch's resolution is the loop's: half a refill per
+//! entry ([`UNSEEN_EXIT_REFILL`]; btree's `find_index`).
 //!
 //! Limits: the refill is the machine's nominal penalty, and when it is
 //! most of the loop's cycles the answer is only as good as that figure
@@ -52,16 +51,16 @@ pub const REFILL_ERROR: f64 = 0.35;
 /// blocks around the loop or its callers), which the refills multiply.
 pub const ENTRIES_ERROR: f64 = 0.25;
 
-/// Share of a refill a loop pays per entry where one whole refill each
-/// leaves no room for its trips ([`overfilled`]) and no refill was counted
+/// Share of a refill a loop pays per entry where no refill was counted
 /// past its exits: the exit branch's resolution stays in the loop, the
 /// refetch lands where its exits lead, out of the loop's samples (btree's
 /// `find_index` returns to three callers). Measured: find_index's exact
 /// bytes at random trip counts 0-15 took 4.7 cycles a call over the same
 /// trips predicted (13 a refill, Zen 4); its recordings, at the true trips
-/// and entries, 4.4-9.7 (0.34-0.74 of a refill). At 0.4 / 0.5 / 0.6 the
-/// 55 cells' scaled ±10 % read 73.0 / 73.5 / 73.4 % (72.6 between
-/// bounds).
+/// and entries, 4.4-9.7 (0.34-0.74 of a refill). Applied where a whole
+/// refill overfilled the loop only, at 0.4 / 0.5 / 0.6 the 55 cells'
+/// scaled ±10 % read 73.0 / 73.5 / 73.4 % (72.6 between bounds); to every
+/// such loop, 74.1 % at 0.5.
 pub const UNSEEN_EXIT_REFILL: f64 = 0.5;
 
 /// Below this share of the loop's cycles left after the refills, the
@@ -169,14 +168,13 @@ pub fn header_frequency(
 }
 
 /// A loop's header frequency where one refill per entry leaves no room
-/// for its trips ([`overfilled`]) and half a refill per entry
-/// ([`UNSEEN_EXIT_REFILL`], where no refill is counted past its exits)
-/// leaves none either: the refill per entry is then what is wrong (an
-/// exit the predictor learned costs none), and nothing says how much was
-/// paid. The trips lie
-/// between one per entry and all the loop's cycles at its best case:
-/// their middle in log terms, at an error as large as itself (a guess).
-/// None where that range is empty.
+/// for its trips ([`overfilled`]; half a refill where no refill is
+/// counted past its exits, [`UNSEEN_EXIT_REFILL`]): the refill per entry
+/// is then what is wrong (an exit the predictor learned costs none), and
+/// nothing says how much was paid. The trips lie between one per entry
+/// and all the loop's cycles at its best case: their middle in log terms,
+/// at an error as large as itself (a guess). None where that range is
+/// empty.
 pub fn between_bounds(
     s: LoopSamples,
     entries: f64,
