@@ -475,7 +475,7 @@ fn a_loop_that_calls_out_is_not_counted_from_its_arms_aftermath() {
     for set in ["zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
         let v = msort_cpi(set, "merge");
         for (arm, truth) in [("0x13a0", 49.6e6), ("0x13d0", 48.6e6)] {
-            let ratio = block_at(&v, arm)["freq"].as_f64().unwrap_or(0.0) / (4.0 * truth);
+            let ratio = freq_over(&v, arm, 4.0 * truth);
             assert!(
                 ratio > 0.67 && ratio < 1.5,
                 "{set}: arm {arm} at {ratio:.2}x"
@@ -550,8 +550,7 @@ fn impossible_entries_give_way_to_the_exits_refills_in_the_loops_total() {
         ("zen4-5k-d", 4.0),
     ] {
         let v = set_cpi(set, "codec", "rle_encode");
-        let b = block_at(&v, "0x13f6");
-        let ratio = b["freq"].as_f64().unwrap_or(0.0) / (runs * 104.8572e6);
+        let ratio = freq_over(&v, "0x13f6", runs * 104.8572e6);
         assert!(ratio > 0.88 && ratio < 1.12, "{set}: {ratio:.2}x");
     }
 }
@@ -603,8 +602,7 @@ fn an_if_else_in_a_loop_pays_its_mispredicts() {
         ("zen4-5k-f", 367.14e6),
     ] {
         let v = set_cpi(set, "eventsim", "pop");
-        let b = block_at(&v, "0x1439");
-        let ratio = b["freq"].as_f64().unwrap_or(0.0) / truth;
+        let ratio = freq_over(&v, "0x1439", truth);
         assert!(ratio > 0.8 && ratio < 1.25, "{set}: {ratio:.2}x");
     }
 }
