@@ -71,6 +71,9 @@ pub struct Loop {
     pub header: usize,
     /// Blocks of the natural loop, header included, sorted.
     pub body: Vec<usize>,
+    /// How many times the header runs per entry, where the code states it
+    /// ([`crate::trip_counts`]).
+    pub trips: Option<u64>,
 }
 
 impl Loop {
@@ -126,6 +129,9 @@ pub struct ImageAccess<'a> {
     pub read: &'a dyn Fn(u64, usize) -> Option<Vec<u8>>,
     /// Whether the function at an address never returns.
     pub is_noreturn: &'a dyn Fn(u64) -> bool,
+    /// The general registers a call may change
+    /// ([`crate::register_values::CallClobbers`]).
+    pub clobbers: crate::register_values::CallClobbers<'a>,
 }
 
 /// Functions that never return, by name (glibc, libstdc++, Rust).
@@ -345,6 +351,10 @@ impl Cfg {
             cfg.in_edges[e.to].push(k);
         }
         cfg.analyze_structure();
+        let trips = crate::trip_counts::trip_counts(&cfg, image.clobbers);
+        for (l, t) in cfg.loops.iter_mut().zip(trips) {
+            l.trips = t;
+        }
         cfg
     }
 
@@ -497,6 +507,7 @@ impl Cfg {
             .map(|(header, body)| Loop {
                 header,
                 body: body.into_iter().collect(),
+                trips: None,
             })
             .collect();
         // Outer loops first, so each block's list ends with its innermost.

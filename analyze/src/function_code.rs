@@ -8,6 +8,7 @@ use crate::disasm::{disassemble, Syntax};
 use crate::elf_symbols::FunctionRange;
 use crate::error::{AnalyzeError, Result};
 use crate::image::ElfImage;
+use crate::register_values::CALLER_SAVED;
 use crate::samples::{EventInfo, ImageSamples};
 use crate::source_lines::SourceLines;
 use dcpi_models::block::Decoded;
@@ -94,6 +95,10 @@ pub fn function_cfg(
     let insns = disassemble(bytes, f.start, syntax, &label);
     let read = |a: u64, n: usize| image.bytes(a, n).map(|b| b.to_vec());
     let noreturn = |a: u64| callee_never_returns(image, a, depth);
+    let clobbers = |d: &Decoded| match crate::disasm::direct_target(d) {
+        Some(t) => callee_clobbers(image, t, depth),
+        None => CALLER_SAVED,
+    };
     Some(Cfg::build(
         insns,
         f.start,
@@ -101,8 +106,72 @@ pub fn function_cfg(
         &ImageAccess {
             read: &read,
             is_noreturn: &noreturn,
+            clobbers: &clobbers,
         },
     ))
+}
+
+/// Most bytes of a callee read for what it writes.
+const CLOBBERS_MAX_BYTES: u64 = 4096;
+
+/// The caller-saved general registers ([`CALLER_SAVED`]) the function at
+/// `addr` of `image` may change, as a mask over
+/// [`crate::register_values::gpr_index`]: those its instructions write, and
+/// those its direct callees and tail calls do, `depth` calls deep. All of
+/// them for a PLT entry (another image's code, interposable), an indirect
+/// call or jump, a function over [`CLOBBERS_MAX_BYTES`], or past `depth`.
+/// Compilers keep values in caller-saved registers across calls to code
+/// they compiled and know leaves them alone (gcc's IPA register
+/// allocation): hashtab's `main` keeps its array pointer in %r8 across its
+/// calls to `contains` and `next_key`.
+pub fn callee_clobbers(image: &ElfImage, addr: u64, depth: u32) -> u16 {
+    let cache = || image.clobbers.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&mask) = cache().get(&(addr, depth)) {
+        return mask;
+    }
+    let mask = clobbers_of(image, addr, depth);
+    cache().insert((addr, depth), mask);
+    mask
+}
+
+fn clobbers_of(image: &ElfImage, addr: u64, depth: u32) -> u16 {
+    let Some(p) = image.symbols.procedure(addr) else {
+        return CALLER_SAVED;
+    };
+    let Some(f) = image.symbols.function_at(addr) else {
+        return CALLER_SAVED;
+    };
+    if depth == 0 || p.start != addr || f.start != addr || p.name.ends_with("@plt") {
+        return CALLER_SAVED;
+    }
+    if f.end <= f.start || f.end - f.start > CLOBBERS_MAX_BYTES {
+        return CALLER_SAVED;
+    }
+    let Some(bytes) = image.bytes(f.start, (f.end - f.start) as usize) else {
+        return CALLER_SAVED;
+    };
+    let mut dec = iced_x86::Decoder::with_ip(64, bytes, f.start, iced_x86::DecoderOptions::NONE);
+    let mut info = iced_x86::InstructionInfoFactory::new();
+    let mut mask = 0u16;
+    while dec.can_decode() && mask != CALLER_SAVED {
+        let i = dec.decode();
+        if i.is_invalid() {
+            return CALLER_SAVED;
+        }
+        mask |= crate::register_values::written_gprs(&mut info, &i) & CALLER_SAVED;
+        let outside = |t: u64| t < f.start || t >= f.end;
+        mask |= match i.flow_control() {
+            FlowControl::Call => callee_clobbers(image, i.near_branch_target(), depth - 1),
+            FlowControl::IndirectCall | FlowControl::IndirectBranch => CALLER_SAVED,
+            FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
+                if outside(i.near_branch_target()) =>
+            {
+                callee_clobbers(image, i.near_branch_target(), depth - 1)
+            }
+            _ => 0,
+        };
+    }
+    mask
 }
 
 /// Whether the function at `addr` never returns: by name (exit, abort, ...),

@@ -16,6 +16,9 @@ pub struct ElfImage {
     /// (address, depth): a big function calls hundreds of functions, each
     /// answer costs a disassembly, and linked functions share callees.
     pub(crate) noreturn: std::sync::Mutex<std::collections::HashMap<(u64, u32), bool>>,
+    /// The general registers the function at an address may change, by
+    /// (address, depth) ([`crate::function_code::callee_clobbers`]).
+    pub(crate) clobbers: std::sync::Mutex<std::collections::HashMap<(u64, u32), u16>>,
 }
 
 /// A file's bytes: mapped (a 23 MB library is read in pieces as the
@@ -84,6 +87,7 @@ impl ElfImage {
             segments,
             symbols,
             noreturn: Default::default(),
+            clobbers: Default::default(),
         })
     }
 

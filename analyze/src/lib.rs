@@ -7,7 +7,9 @@
 //!   files found by build-id or .gnu_debuglink, and the `prof` model.
 //! - Instruction level: disassembly (iced-x86, AT&T or Intel), per-function
 //!   CFGs ([`mod@cfg`]: jump tables, tail and noreturn calls, dominators,
-//!   post-dominators, loops, frequency-equivalence classes), frequencies from
+//!   post-dominators, loops, frequency-equivalence classes, and the trip
+//!   counts loops state in their code: [`trip_counts`] over the register
+//!   constants of [`register_values`]), frequencies from
 //!   S = F·C with the pipeline model and flow conservation ([`frequency`],
 //!   [`flow_solve`]), functions tied by their calls solved together
 //!   ([`linked_functions`]), per-instruction CPI and stall cycles ([`cpi`]), and
@@ -59,6 +61,7 @@ pub mod linked_functions;
 pub mod loop_totals;
 pub mod phase_timer;
 pub mod prof;
+pub mod register_values;
 pub mod report;
 pub mod resident_loads;
 pub mod return_charges;
@@ -66,6 +69,7 @@ pub mod samples;
 pub mod source_lines;
 pub mod stall_summary;
 pub mod symbolizer;
+pub mod trip_counts;
 pub mod views;
 
 pub use error::{AnalyzeError, Result};

@@ -163,6 +163,9 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         if b.loop_header {
             tags.push("loop head".to_string());
         }
+        if let Some(n) = b.trips {
+            tags.push(format!("{n} runs an entry (its code says)"));
+        }
         if !b.loops.is_empty() {
             tags.push(format!("depth {}", b.loops.len()));
         }
