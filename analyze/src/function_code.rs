@@ -51,7 +51,7 @@ const STRAIGHT_LEAF_MAX: usize = 32;
 
 /// The instructions of the function starting at `addr` when it is a
 /// straight-line leaf: no branch or call before its `ret`, at most
-/// [`STRAIGHT_LEAF_MAX`] instructions (msort's `compare`, hashtab's `hash`;
+/// `STRAIGHT_LEAF_MAX` (32) instructions (msort's `compare`, hashtab's `hash`;
 /// not a PLT stub, whose first instruction is a jump).
 pub fn straight_leaf(image: &ElfImage, addr: u64) -> Option<Vec<Decoded>> {
     let f = image.symbols.function_at(addr)?;
@@ -119,7 +119,7 @@ const CLOBBERS_MAX_BYTES: u64 = 4096;
 /// [`crate::register_values::gpr_index`]: those its instructions write, and
 /// those its direct callees and tail calls do, `depth` calls deep. All of
 /// them for a PLT entry (another image's code, interposable), an indirect
-/// call or jump, a function over [`CLOBBERS_MAX_BYTES`], or past `depth`.
+/// call or jump, a function over `CLOBBERS_MAX_BYTES` (4 KiB), or past `depth`.
 /// Compilers keep values in caller-saved registers across calls to code
 /// they compiled and know leaves them alone (gcc's IPA register
 /// allocation): hashtab's `main` keeps its array pointer in %r8 across its
