@@ -11,9 +11,9 @@
 //! copied from another register, or set in a caller, is not followed.
 
 use crate::elf_symbols::ElfSymbols;
+use crate::register_values::{gpr_index, written_gprs};
 use dcpi_models::block::Decoded;
-use iced_x86::{InstructionInfoFactory, Mnemonic, OpAccess, Register};
-use std::collections::HashMap;
+use iced_x86::{InstructionInfoFactory, Mnemonic, Register};
 
 /// Static objects up to this size count as L1-resident (a sixth of the
 /// smallest L1 data cache of the machines described, 32 KiB).
@@ -21,34 +21,18 @@ pub const SMALL_OBJECT: u64 = 8 * 1024;
 
 /// Per instruction: it reads memory that stays in L1 (see the module).
 pub fn resident_loads(insns: &[Decoded], symbols: &ElfSymbols) -> Vec<bool> {
-    // Per full register: how many instructions write it, and the last one.
-    let mut writers: HashMap<Register, (usize, usize)> = HashMap::new();
+    // Per general register: how many instructions write it, and the last one.
+    let mut writers = [(0usize, 0usize); 16];
     let mut info = InstructionInfoFactory::new();
     for (k, d) in insns.iter().enumerate() {
         if crate::disasm::is_bad(d) {
             continue;
         }
-        let mut written: Vec<Register> = info
-            .info(&d.instr)
-            .used_registers()
-            .iter()
-            .filter(|u| {
-                matches!(
-                    u.access(),
-                    OpAccess::Write
-                        | OpAccess::CondWrite
-                        | OpAccess::ReadWrite
-                        | OpAccess::ReadCondWrite
-                )
-            })
-            .map(|u| u.register().full_register())
-            .collect();
-        written.sort_unstable();
-        written.dedup();
-        for r in written {
-            let e = writers.entry(r).or_insert((0, k));
-            e.0 += 1;
-            e.1 = k;
+        let written = written_gprs(&mut info, &d.instr);
+        for (r, w) in writers.iter_mut().enumerate() {
+            if written >> r & 1 == 1 {
+                *w = (w.0 + 1, k);
+            }
         }
     }
     insns
@@ -60,7 +44,7 @@ pub fn resident_loads(insns: &[Decoded], symbols: &ElfSymbols) -> Vec<bool> {
             if base == Register::RIP {
                 return true;
             }
-            let Some(&(1, only)) = writers.get(&base.full_register()) else {
+            let Some((1, only)) = gpr_index(base).map(|r| writers[r]) else {
                 return false;
             };
             let set = &insns[only].instr;
