@@ -1618,6 +1618,18 @@ fn loops_that_state_their_trip_count() {
         .filter(|b| b["trips"] == 20000)
         .count();
     assert_eq!(stated, 2, "{out}");
+    // The loops' own rows: three loops, the inner two stated, each with
+    // its header's trips and cycles a trip.
+    let loops = v["loops"].as_array().unwrap();
+    assert_eq!(loops.len(), 3, "{out}");
+    assert_eq!(
+        loops.iter().filter(|l| l["trips_stated"] == 20000).count(),
+        2,
+        "{out}"
+    );
+    assert!(loops
+        .iter()
+        .all(|l| l["depth"].as_u64().unwrap() >= 1 && l["trips_total"].is_number()));
     let (ok, out, err) = recorded("cpi", "hashtab", &["--func", "main", "--confidence", "low"]);
     assert!(ok, "{err}");
     assert_eq!(

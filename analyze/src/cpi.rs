@@ -143,6 +143,38 @@ pub struct Summary {
     pub confident_share: f64,
 }
 
+/// One loop of the function: how often it runs per entry and what a trip
+/// costs.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoopRow {
+    /// Its header block (index into the blocks) and that block's address.
+    pub header: usize,
+    pub start: String,
+    /// Its blocks, inner loops' included.
+    pub blocks: Vec<usize>,
+    /// Nesting depth: 1 for an outermost loop.
+    pub depth: usize,
+    /// Header runs per entry where the code states them
+    /// ([`crate::trip_counts`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trips_stated: Option<u64>,
+    /// The header's estimated runs (trips, the last exit test included).
+    pub trips_total: Option<f64>,
+    /// Estimated entries into the loop and trips per entry, where the
+    /// blocks leading in go nowhere else (else the split of their flow is
+    /// not in the block frequencies).
+    pub entries: Option<f64>,
+    pub trips_per_entry: Option<f64>,
+    /// Cycles charged to the loop's instructions (inner loops' included),
+    /// per trip.
+    pub cycles_per_trip: Option<f64>,
+    /// The header's confidence: the trips'.
+    pub confidence: Confidence,
+    /// The least of the header's and the entering blocks' confidence: the
+    /// entries' and the trips per entry's.
+    pub entries_confidence: Confidence,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CpiReport {
     pub image: String,
@@ -155,6 +187,7 @@ pub struct CpiReport {
     pub cycles_per_sample: Option<f64>,
     pub summary: Summary,
     pub blocks: Vec<BlockRow>,
+    pub loops: Vec<LoopRow>,
     pub class_estimates: Vec<ClassEstimate>,
     pub instructions: Vec<InsnRow>,
     pub warnings: Vec<String>,
@@ -691,6 +724,26 @@ fn loop_entries(cfg: &crate::cfg::Cfg, l: &crate::cfg::Loop, freq: &[f64]) -> f6
         .map(|e| freq[e.from])
         .sum();
     (freq[h] - back).max(fed)
+}
+
+/// The flow into loop `l` from outside under block frequencies `freq`,
+/// where every block leading in goes only into the loop (its frequency is
+/// then that edge's flow) and the header is not the function's entry.
+fn entries_into(cfg: &crate::cfg::Cfg, l: &crate::cfg::Loop, freq: &[f64]) -> Option<f64> {
+    if l.header == 0 {
+        return None;
+    }
+    let mut sum = 0.0;
+    for e in cfg.predecessors(l.header).filter(|e| !l.contains(e.from)) {
+        if cfg.is_padding(e.from) {
+            continue;
+        }
+        if cfg.successors(e.from).any(|s| s.to != l.header) {
+            return None;
+        }
+        sum += freq[e.from];
+    }
+    Some(sum)
 }
 
 /// How far a block's share of its loop path's cycles may move from the
@@ -1892,6 +1945,44 @@ impl<'a> FunctionAnalysis<'a> {
             })
             .collect();
 
+        let loops = cfg
+            .loops
+            .iter()
+            .enumerate()
+            .map(|(li, l)| {
+                let h = l.header;
+                let freq = freqs.as_ref().map(|f| f.freq.as_slice());
+                let total = freq.map(|f| f[h]);
+                let entries = freq.and_then(|f| entries_into(cfg, l, f));
+                let cycles: f64 = l
+                    .body
+                    .iter()
+                    .flat_map(|&b| cfg.blocks[b].insns.clone())
+                    .map(|i| charged_cycles[i])
+                    .sum();
+                LoopRow {
+                    header: h,
+                    start: format!("{:#x}", cfg.blocks[h].start),
+                    blocks: l.body.clone(),
+                    depth: cfg.loops_of[h]
+                        .iter()
+                        .position(|&k| k == li)
+                        .map_or(1, |d| d + 1),
+                    trips_stated: l.trips,
+                    trips_total: total,
+                    entries,
+                    trips_per_entry: total.zip(entries).filter(|e| e.1 > 0.0).map(|(t, e)| t / e),
+                    cycles_per_trip: total.filter(|t| *t > 0.0).map(|t| cycles / t),
+                    confidence: freqs.as_ref().map_or(Confidence::Low, |f| f.confidence[h]),
+                    entries_confidence: freqs.as_ref().map_or(Confidence::Low, |f| {
+                        cfg.predecessors(h)
+                            .filter(|e| !l.contains(e.from))
+                            .map(|e| f.confidence[e.from])
+                            .fold(f.confidence[h], Confidence::min)
+                    }),
+                }
+            })
+            .collect();
         let totals = code.total_samples();
         let cycles: f64 = code.cycles.iter().sum();
         let (mut best_total, mut executed) = (0.0, 0.0);
@@ -1941,6 +2032,7 @@ impl<'a> FunctionAnalysis<'a> {
             cycles_per_sample: cps,
             summary,
             blocks,
+            loops,
             class_estimates: freqs.map(|f| f.classes).unwrap_or_default(),
             instructions,
             warnings,

@@ -79,6 +79,39 @@ fn insn_line(out: &mut String, r: &InsnRow, time_event: Option<&str>, min: Confi
     );
 }
 
+/// Per loop: trips per entry (stated by its code, estimated), trips in
+/// all, cycles a trip; estimates below `min` confidence print as -.
+fn loops_section(out: &mut String, rep: &CpiReport, min: Confidence) {
+    if rep.loops.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "loops     per entry: trips its code states / estimated; trips in all; cycles a trip"
+    );
+    for l in &rep.loops {
+        let shown = l.confidence >= min;
+        let stated = l.trips_stated.map_or("-".to_string(), |n| n.to_string());
+        let _ = writeln!(
+            out,
+            "  block {} [{}] depth {}: {} / {}; {}; {} ({})",
+            l.header,
+            l.start,
+            l.depth,
+            stated,
+            opt(l.trips_per_entry, l.entries_confidence >= min, si),
+            opt(l.trips_total, shown, |t| si(t)),
+            opt(l.cycles_per_trip, shown, |c| if c < 1000.0 {
+                format!("{c:.2}")
+            } else {
+                si(c)
+            }),
+            l.confidence.as_str()
+        );
+    }
+}
+
 pub fn render(rep: &CpiReport, min: Confidence) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "image     {}", rep.image);
@@ -200,6 +233,7 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
             rows.next();
         }
     }
+    loops_section(&mut out, rep, min);
     let _ = writeln!(out);
     let _ = writeln!(out, "{LEGEND}");
     let _ = writeln!(
