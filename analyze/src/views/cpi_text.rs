@@ -101,7 +101,7 @@ fn loops_section(out: &mut String, rep: &CpiReport, min: Confidence) {
             l.depth,
             stated,
             opt(l.trips_per_entry, l.entries_confidence >= min, si),
-            opt(l.trips_total, shown, |t| si(t)),
+            opt(l.trips_total, shown, si),
             opt(l.cycles_per_trip, shown, |c| if c < 1000.0 {
                 format!("{c:.2}")
             } else {
