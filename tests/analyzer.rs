@@ -1611,15 +1611,7 @@ fn loops_that_state_their_trip_count() {
     let (ok, out, err) = recorded("cpi", "hashtab", &["--func", "main", "--format", "json"]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    let stated = v["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["trips"] == 20000)
-        .count();
-    assert_eq!(stated, 2, "{out}");
-    // The loops' own rows: three loops, the inner two stated, each with
-    // its header's trips and cycles a trip.
+    // Three loops, the inner two stated, each with its header's trips.
     let loops = v["loops"].as_array().unwrap();
     assert_eq!(loops.len(), 3, "{out}");
     assert_eq!(

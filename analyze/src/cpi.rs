@@ -109,10 +109,6 @@ pub struct BlockRow {
     /// Loops the block is in (indices into the function's loops), innermost last.
     pub loops: Vec<usize>,
     pub loop_header: bool,
-    /// A loop header's runs per entry into its loop, where its code states
-    /// them ([`crate::trip_counts`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trips: Option<u64>,
     pub successors: Vec<usize>,
     pub exit: Option<Exit>,
     pub samples: u64,
@@ -1929,11 +1925,6 @@ impl<'a> FunctionAnalysis<'a> {
                     class: cfg.class_of[b],
                     loops: cfg.loops_of[b].clone(),
                     loop_header: header_of[b],
-                    trips: cfg
-                        .loops
-                        .iter()
-                        .find(|l| l.header == b)
-                        .and_then(|l| l.trips),
                     successors: cfg.successors(b).map(|e| e.to).collect(),
                     exit: blk.exit,
                     samples: obs[b].samples as u64,

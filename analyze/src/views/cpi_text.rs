@@ -196,7 +196,8 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         if b.loop_header {
             tags.push("loop head".to_string());
         }
-        if let Some(n) = b.trips {
+        let stated = rep.loops.iter().find(|l| l.header == b.index);
+        if let Some(n) = stated.and_then(|l| l.trips_stated) {
             tags.push(format!("{n} runs an entry (its code says)"));
         }
         if !b.loops.is_empty() {
