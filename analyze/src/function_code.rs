@@ -125,13 +125,26 @@ const CLOBBERS_MAX_BYTES: u64 = 4096;
 /// allocation): hashtab's `main` keeps its array pointer in %r8 across its
 /// calls to `contains` and `next_key`.
 pub fn callee_clobbers(image: &ElfImage, addr: u64, depth: u32) -> u16 {
-    let cache = || image.clobbers.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&mask) = cache().get(&(addr, depth)) {
-        return mask;
+    remembered(&image.clobbers, (addr, depth), || {
+        clobbers_of(image, addr, depth)
+    })
+}
+
+/// `key`'s answer in `cache`, worked out by `work` the first time. The
+/// cache is not held while working it out: the answer recurses into
+/// callees, whose answers go to the same cache.
+fn remembered<V: Copy>(
+    cache: &std::sync::Mutex<HashMap<(u64, u32), V>>,
+    key: (u64, u32),
+    work: impl FnOnce() -> V,
+) -> V {
+    let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&v) = lock().get(&key) {
+        return v;
     }
-    let mask = clobbers_of(image, addr, depth);
-    cache().insert((addr, depth), mask);
-    mask
+    let v = work();
+    lock().insert(key, v);
+    v
 }
 
 fn clobbers_of(image: &ElfImage, addr: u64, depth: u32) -> u16 {
@@ -179,14 +192,9 @@ fn clobbers_of(image: &ElfImage, addr: u64, depth: u32) -> u16 {
 /// (gcc's own inference, e.g. a `fail()` that calls exit). Looks `depth`
 /// calls deep.
 pub fn callee_never_returns(image: &ElfImage, addr: u64, depth: u32) -> bool {
-    // Not held while working it out: the answer recurses into callees.
-    let cache = || image.noreturn.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&answer) = cache().get(&(addr, depth)) {
-        return answer;
-    }
-    let answer = never_returns(image, addr, depth);
-    cache().insert((addr, depth), answer);
-    answer
+    remembered(&image.noreturn, (addr, depth), || {
+        never_returns(image, addr, depth)
+    })
 }
 
 fn never_returns(image: &ElfImage, addr: u64, depth: u32) -> bool {
