@@ -421,6 +421,28 @@ fn runs_in(set: &str, name: &str) -> f64 {
         .unwrap() as f64
 }
 
+/// `dcpi cpi --func FUNC` of recorded workload `name` in host set `set`,
+/// beside the runs the recording holds (callgrind's counts are one run's).
+struct RunsCpi {
+    v: Value,
+    runs: f64,
+}
+
+impl RunsCpi {
+    /// The frequency of the block at `start` over its true count, `per_run`
+    /// in one run.
+    fn over(&self, start: &str, per_run: f64) -> f64 {
+        freq_over(&self.v, start, self.runs * per_run)
+    }
+}
+
+fn runs_cpi(set: &str, name: &str, func: &str) -> RunsCpi {
+    RunsCpi {
+        v: set_cpi(set, name, func),
+        runs: runs_in(set, name),
+    }
+}
+
 /// The block of a `cpi` report that starts at `start`.
 fn block_at<'a>(v: &'a Value, start: &str) -> &'a Value {
     v["blocks"]
@@ -552,9 +574,8 @@ fn a_loop_total_checks_its_headers_estimate() {
 #[test]
 fn impossible_entries_give_way_to_the_exits_refills_in_the_loops_total() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-b", "zen4-5k-c", "zen4-5k-d"] {
-        let runs = runs_in(set, "codec");
-        let v = set_cpi(set, "codec", "rle_encode");
-        let ratio = freq_over(&v, "0x13f6", runs * 104.8572e6);
+        let v = runs_cpi(set, "codec", "rle_encode");
+        let ratio = v.over("0x13f6", 104.8572e6);
         assert!(ratio > 0.88 && ratio < 1.12, "{set}: {ratio:.2}x");
     }
 }
@@ -582,9 +603,8 @@ fn a_loop_whose_exit_refills_land_out_of_sight_pays_half_a_refill_an_entry() {
         "zen4-5k-h",
     ];
     for set in sets {
-        let runs = runs_in(set, "btree");
-        let v = set_cpi(set, "btree", "find_index");
-        let ratio = freq_over(&v, "0x146b", runs * 101.67e6);
+        let v = runs_cpi(set, "btree", "find_index");
+        let ratio = v.over("0x146b", 101.67e6);
         assert!(ratio > 0.55 && ratio < 1.5, "{set}: {ratio:.2}x");
         sum += ratio.ln().abs();
     }
@@ -656,10 +676,9 @@ fn entries_that_overfill_their_loop_are_a_guess() {
 #[test]
 fn an_exit_block_counts_its_loop_exits_by_their_refills() {
     for set in [".", "zen4", "zen4-5k-a", "zen4-5k-c"] {
-        let runs = runs_in(set, "codec");
-        let v = set_cpi(set, "codec", "rle_encode");
-        let exits = freq_over(&v, "0x13fb", runs * 12.295e6);
-        let trips = freq_over(&v, "0x13f6", runs * 104.86e6);
+        let v = runs_cpi(set, "codec", "rle_encode");
+        let exits = v.over("0x13fb", 12.295e6);
+        let trips = v.over("0x13f6", 104.86e6);
         assert!(exits > 0.75 && exits < 1.33, "{set}: exits at {exits:.2}x");
         assert!(trips > 0.67 && trips < 1.5, "{set}: trips at {trips:.2}x");
     }
@@ -674,10 +693,9 @@ fn an_exit_block_counts_its_loop_exits_by_their_refills() {
 #[test]
 fn a_bound_beside_a_block_of_refills_takes_the_refills() {
     for set in ["zen3", "zen4-5k-g", "zen4-5k-h"] {
-        let runs = runs_in(set, "codec");
-        let v = set_cpi(set, "codec", "rle_decode");
+        let v = runs_cpi(set, "codec", "rle_decode");
         for start in ["0x1478", "0x1497"] {
-            let ratio = freq_over(&v, start, runs * 12.2952e6);
+            let ratio = v.over(start, 12.2952e6);
             assert!(ratio > 0.8 && ratio < 1.25, "{set} {start}: {ratio:.2}x");
         }
     }
@@ -693,16 +711,14 @@ fn a_bound_beside_a_block_of_refills_takes_the_refills() {
 #[test]
 fn a_loop_is_entered_at_least_as_often_as_its_exits_refills_say() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-b", "zen4-5k-c", "zen4-5k-h"] {
-        let runs = runs_in(set, "hashtab");
-        let v = set_cpi(set, "hashtab", "contains");
-        let ratio = freq_over(&v, "0x1343", runs * 54.828861e6);
+        let v = runs_cpi(set, "hashtab", "contains");
+        let ratio = v.over("0x1343", 54.828861e6);
         assert!(ratio > 0.93 && ratio < 1.07, "{set}: {ratio:.2}x");
     }
-    let runs = runs_in("zen3", "codec");
-    let v = set_cpi("zen3", "codec", "rle_decode");
-    let entries = freq_over(&v, "0x147f", runs * 12.2952e6);
+    let v = runs_cpi("zen3", "codec", "rle_decode");
+    let entries = v.over("0x147f", 12.2952e6);
     assert!(entries > 0.8 && entries < 1.25, "entries at {entries:.2}x");
-    let trips = freq_over(&v, "0x1480", runs * 104.8576e6);
+    let trips = v.over("0x1480", 104.8576e6);
     assert!(trips > 0.9 && trips < 1.2, "trips at {trips:.2}x");
 }
 
@@ -1418,10 +1434,9 @@ fn extra_events_confirm_or_rule_out_culprits() {
 #[test]
 fn a_loop_calling_through_pointers_takes_its_total_and_keeps_its_exit() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-d"] {
-        let runs = runs_in(set, "matchers");
-        let v = set_cpi(set, "matchers", "bloom_has");
-        let exits = freq_over(&v, "0x1980", runs * 7.5292e6);
-        let trips = freq_over(&v, "0x194f", runs * 18.809e6);
+        let v = runs_cpi(set, "matchers", "bloom_has");
+        let exits = v.over("0x1980", 7.5292e6);
+        let trips = v.over("0x194f", 18.809e6);
         assert!(
             exits > 0.5 && exits < 2.0,
             "{set}: early exits at {exits:.2}x"
@@ -1455,10 +1470,9 @@ fn an_overfilled_loop_keeps_its_trips() {
 #[test]
 fn a_loop_entered_past_its_exits_refills_takes_them_for_its_entries() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-b"] {
-        let runs = runs_in(set, "kernels");
-        let v = set_cpi(set, "kernels", "isort");
-        let outer = freq_over(&v, "0x15bd", runs * 1.016e6);
-        let inner = freq_over(&v, "0x15ad", runs * 33.503e6);
+        let v = runs_cpi(set, "kernels", "isort");
+        let outer = v.over("0x15bd", 1.016e6);
+        let inner = v.over("0x15ad", 33.503e6);
         assert!(
             outer > 0.7 && outer < 1.4,
             "{set}: outer loop at {outer:.2}x"
@@ -1480,9 +1494,8 @@ fn a_loop_entered_past_its_exits_refills_takes_them_for_its_entries() {
 #[test]
 fn an_if_without_else_is_counted_by_its_ways_not_its_blocks() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-f"] {
-        let runs = runs_in(set, "numeric");
-        let v = set_cpi(set, "numeric", "bfs");
-        let trips = freq_over(&v, "0x1810", runs * 191.45e6);
+        let v = runs_cpi(set, "numeric", "bfs");
+        let trips = v.over("0x1810", 191.45e6);
         assert!(
             trips > 0.6 && trips < 3.0,
             "{set}: edge loop at {trips:.2}x"
@@ -1501,9 +1514,8 @@ fn an_if_without_else_is_counted_by_its_ways_not_its_blocks() {
 #[test]
 fn a_mispredicted_exit_is_counted_by_its_refetch_cycles() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-c"] {
-        let runs = runs_in(set, "codec");
-        let v = set_cpi(set, "codec", "rle_encode");
-        let ends = freq_over(&v, "0x13fb", runs * 12.295e6);
+        let v = runs_cpi(set, "codec", "rle_encode");
+        let ends = v.over("0x13fb", 12.295e6);
         assert!(ends > 0.9 && ends < 1.1, "{set}: run ends at {ends:.3}x");
     }
 }
