@@ -704,10 +704,10 @@ fn a_bound_beside_a_block_of_refills_takes_the_refills() {
 /// A loop is left once per entry: the refills counted at its exits are
 /// entries. hashtab's `contains` probe loop (header 0x1343, 54.8 M runs a
 /// run) read 0.89x on zen4 with 1.2e7 entries solved where its exits
-/// counted 1.67e7 refills (1.57e7 true); codec's `rle_decode` run loop took 3.8 M entries on zen3 for
-/// 49 M (its exit's refills 47 M) and read 1.29x at high. Both now near
-/// their truth, and the block leading into the run loop (0x147f) with
-/// them.
+/// counted 1.67e7 refills (1.57e7 true); codec's `rle_decode` run loop
+/// took 3.8 M entries on zen3 for 49 M (its exit's refills 47 M) and read
+/// 1.29x at high. Both now near their truth, and the block leading into
+/// the run loop (0x147f) with them.
 #[test]
 fn a_loop_is_entered_at_least_as_often_as_its_exits_refills_say() {
     for set in ["zen4", "zen4-5k-a", "zen4-5k-b", "zen4-5k-c", "zen4-5k-h"] {

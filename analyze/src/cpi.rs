@@ -682,11 +682,11 @@ fn entries_at_exit_refills(
 /// their refills too (codec's rle_decode latch, also its header's
 /// zero-length-run branch's target, never taken there). Where the
 /// blocks leading in are short and sampleless the solve leaves the
-/// entries free: codec's rle_decode run loop took 3.8-4.7 M entries on zen3 for 49 M
-/// (its exit's refills 47 M), charged a tenth of the refills and read
-/// 1.29x at high; hashtab's `contains` probe loop 0.89x on zen4 (1.2e7
-/// entries solved, 1.67e7 refills counted at its two exits, 1.57e7
-/// true). 55 tuning cells: mean |ln e| 0.173 -> 0.163
+/// entries free: codec's rle_decode run loop took 3.8-4.7 M entries on
+/// zen3 for 49 M (its exit's refills 47 M), charged a tenth of the
+/// refills and read 1.29x at high; hashtab's `contains` probe loop 0.89x
+/// on zen4 (1.2e7 entries solved, 1.67e7 refills counted at its two
+/// exits, 1.57e7 true). 55 tuning cells: mean |ln e| 0.173 -> 0.163
 /// (hashtab 0.382 -> 0.338, codec 0.086 -> 0.079), within ±10 % unscaled
 /// 61.5 -> 62.3 %, "high" 78.9 -> 83.2 % of its samples; scaled 74.9 ->
 /// 73.6 % (hashtab on zen4, zen4-5k-a, -f and -h 55-61 -> 28-31 %):
