@@ -553,11 +553,10 @@ fn a_join_of_mispredicted_cases_is_not_high_confidence() {
 #[test]
 fn a_loop_total_checks_its_headers_estimate() {
     for set in ["zen3", "zen4-5k-a", "zen4-5k-b", "zen4-5k-c"] {
-        let v = set_cpi(set, "codec", "rle_decode");
-        let b = block_at(&v, "0x1480");
-        let ratio = b["freq"].as_f64().unwrap_or(0.0) / (4.0 * 104.8576e6);
+        let v = runs_cpi(set, "codec", "rle_decode");
+        let ratio = v.over("0x1480", 104.8576e6);
         assert!(ratio > 0.5 && ratio < 2.0, "{set}: {ratio:.2}x");
-        if b["confidence"] == "high" {
+        if block_at(&v.v, "0x1480")["confidence"] == "high" {
             assert!(ratio > 0.75 && ratio < 1.33, "{set}: {ratio:.2}x at high");
         }
     }

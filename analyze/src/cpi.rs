@@ -1662,13 +1662,12 @@ impl<'a> FunctionAnalysis<'a> {
                 );
             }
             // Entries read off the exits' aftermath: the refills counted
-            // there instead.
+            // there instead; and never fewer than those refills.
             let entries = match dispatch {
-                None => entries_at_exit_refills(cfg, l, p, entries).unwrap_or(entries),
-                Some(_) => entries,
-            };
-            let entries = match dispatch {
-                None => entries_at_least_exit_refills(cfg, l, p, entries),
+                None => {
+                    let read = entries_at_exit_refills(cfg, l, p, entries).unwrap_or(entries);
+                    entries_at_least_exit_refills(cfg, l, p, read)
+                }
                 Some(_) => entries,
             };
             // Exits whose refills land out of sight (none counted past
