@@ -1421,6 +1421,16 @@ impl<'a> FunctionAnalysis<'a> {
         };
         // What a clear instruction's samples say of its own runs.
         let own = |i: usize| ch.samples[i] - ch.external[i];
+        // A straight-line leaf (one block, no call) whose callers never
+        // wait on its result.
+        let (sites, deciding) = self.code.result_sites;
+        let leaf_unwaited = sites > 0
+            && deciding == 0
+            && cfg.blocks.len() == 1
+            && !cfg
+                .insns
+                .iter()
+                .any(|d| d.instr.flow_control() == iced_x86::FlowControl::Call);
         (0..cfg.blocks.len())
             .map(|b| {
                 let blk = &cfg.blocks[b];
@@ -1448,6 +1458,12 @@ impl<'a> FunctionAnalysis<'a> {
                             ch.samples[i]
                         }
                     })
+                    .sum::<f64>();
+                let returned: f64 = blk
+                    .insns
+                    .clone()
+                    .filter(|&i| self.code.return_site[i])
+                    .map(|i| self.code.time_samples(i) as f64)
                     .sum();
                 let exit_target = refill_target(cfg, b);
                 let refetch_cycles = self.machine.refetch_cycles() as f64;
@@ -1526,6 +1542,8 @@ impl<'a> FunctionAnalysis<'a> {
                     straight: cfg.loops_of[b].is_empty() || exposed.is_some(),
                     calls_opaque: calls_opaque(self.code, b, self.models[b].callees_inline),
                     slowdown: self.models[b].slowdown,
+                    result_unwaited: leaf_unwaited,
+                    returned,
                     best_cycles: exposed.unwrap_or(best_cycles),
                     best_cycles_low: if exposed.is_some() {
                         best_cycles

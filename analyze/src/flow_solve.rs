@@ -65,6 +65,11 @@ pub struct FlowProblem {
     /// Per block: its estimate is only a bound from above (every sample in
     /// its class may be a load's stall). Empty: none.
     pub upper: Vec<bool>,
+    /// Pairs of blocks the code says run equally often (the headers of two
+    /// loops whose code states the same trip count, entered from blocks
+    /// that run equally often: hashtab's `main` inserts and looks up
+    /// 20,000 keys a round), held as hard as conservation. Empty: none.
+    pub ties: Vec<(usize, usize)>,
 }
 
 /// How often a function is called, tied to its call sites: the flow into
@@ -587,7 +592,31 @@ fn least_squares_rows(
             rows.push((RowKey::Link(k), row));
         }
     }
+    for (t, (a, b)) in ties_of(parts, &base).enumerate() {
+        let mut row: Vec<(usize, f64)> = ins[a].iter().map(|&x| (x, 1.0)).collect();
+        row.extend(ins[b].iter().map(|&x| (x, -1.0)));
+        merge(&mut row);
+        if !row.is_empty() {
+            let row = Row {
+                coef: row,
+                rhs: 0.0,
+                weight: CONSERVATION,
+            };
+            rows.push((RowKey::Tie(t), row));
+        }
+    }
     (ins, rows)
+}
+
+/// Every part's ties ([`FlowProblem::ties`]) as blocks numbered across parts.
+fn ties_of<'a>(
+    parts: &'a [FlowProblem],
+    base: &'a [usize],
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    parts
+        .iter()
+        .zip(base)
+        .flat_map(|(p, &first)| p.ties.iter().map(move |&(a, b)| (first + a, first + b)))
 }
 
 fn solve_once(
@@ -719,12 +748,14 @@ fn gradient(parts: &[FlowProblem], links: &[Link], r: &Rows, arcs: &[Arc], x: &[
 }
 
 /// Which row of the least squares: a block's conservation or its
-/// estimate (blocks numbered across parts), or a link.
+/// estimate (blocks numbered across parts), a link, or a tie (numbered
+/// across parts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum RowKey {
     Conservation(usize),
     Estimate(usize),
     Link(usize),
+    Tie(usize),
 }
 
 /// Which unknowns can share a row, whatever the weights and whichever
@@ -756,6 +787,12 @@ fn pattern_rows(
             row.extend(&ins[base[part] + b]);
         }
         rows.push((RowKey::Link(k), row));
+    }
+    for (t, (a, b)) in ties_of(parts, &base).enumerate() {
+        rows.push((
+            RowKey::Tie(t),
+            ins[a].iter().chain(&ins[b]).copied().collect(),
+        ));
     }
     for (_, row) in &mut rows {
         row.sort_unstable();
@@ -1038,6 +1075,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         let callee = FlowProblem {
             blocks: 2,
@@ -1049,6 +1087,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         let parts = [caller, callee];
         let links = [Link {
@@ -1133,6 +1172,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         let forward = solve(&p).unwrap();
         REVERSED_ORDER.with(|r| r.set(true));
@@ -1164,6 +1204,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         }
     }
 
@@ -1236,6 +1277,7 @@ mod tests {
         let p = FlowProblem {
             unsampled: vec![false, false, true, false],
             upper: vec![],
+            ties: vec![],
             ..diamond([None, None])
         };
         let f = solve(&p).unwrap();
@@ -1266,6 +1308,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -1290,6 +1333,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
@@ -1309,6 +1353,7 @@ mod tests {
                 floors: vec![],
                 unsampled: vec![],
                 upper: vec![],
+                ties: vec![],
             },
             FlowProblem {
                 blocks: 1,
@@ -1320,6 +1365,7 @@ mod tests {
                 floors: vec![],
                 unsampled: vec![],
                 upper: vec![],
+                ties: vec![],
             },
         ]
     }
@@ -1419,6 +1465,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         let main = part(
             2,
@@ -1524,6 +1571,7 @@ mod tests {
             floors: vec![],
             unsampled: vec![],
             upper: vec![],
+            ties: vec![],
         };
         assert!(solve(&p).is_none());
     }

@@ -44,6 +44,10 @@ pub struct FunctionCode {
     /// directly, by entry address ([`straight_leaf`]): a loop path's model
     /// runs them where the calls are.
     pub straight_callees: HashMap<u64, Vec<Decoded>>,
+    /// Direct calls into this function from the functions analyzed with
+    /// it, and how many of them have their result decide a branch soon
+    /// after ([`crate::result_use`]).
+    pub result_sites: (u32, u32),
 }
 
 /// Most instructions of a callee modeled inside its caller's loop path.
@@ -303,6 +307,7 @@ impl FunctionCode {
             return_site: vec![false; cfg.insns.len()],
             from_returns: vec![(0.0, 0.0); cfg.insns.len()],
             straight_callees,
+            result_sites: (0, 0),
             cfg,
         })
     }

@@ -61,6 +61,7 @@ pub fn analyze_image(
         }
     }
     crate::return_charges::charge_returns(&mut code);
+    crate::result_use::count_result_sites(&mut code);
     let refs = References::build(&image);
     let members: Vec<&FunctionCode> = code.iter().collect();
     let reports = solve(&members, machine, &refs, None)
@@ -184,6 +185,7 @@ pub fn analyze_with_callers(
     }
     let mut all: Vec<FunctionCode> = std::iter::once(code.clone()).chain(others).collect();
     crate::return_charges::charge_returns(&mut all);
+    crate::result_use::count_result_sites(&mut all);
     let members: Vec<&FunctionCode> = all.iter().collect();
     phase("load linked functions");
     solve(&members, machine, &refs, Some(0))

@@ -64,6 +64,7 @@ pub mod prof;
 pub mod register_values;
 pub mod report;
 pub mod resident_loads;
+pub mod result_use;
 pub mod return_charges;
 pub mod samples;
 pub mod source_lines;
