@@ -35,21 +35,6 @@ use serde::Serialize;
 /// 0.214 at 0.1, 0.211 at 0.15, 0.214 at 0.2, 0.221 at 0.27.
 pub const RANGE_LEAN: f64 = 0.15;
 
-/// How far the estimate of a straight-line leaf whose callers never wait
-/// on its result ([`crate::result_use`]) leans towards its throughput top:
-/// all the way. Nothing decides a branch on the result before the
-/// caller's older work retires, so the chain runs in that work's shadow:
-/// hashtab's `next_key` (its result stored and passed to the next call)
-/// sits at a median 0.81 of the way over the recorded sets (0.35-0.98),
-/// where msort's `compare` (deciding merge's branch) sits at 0.18 and
-/// `hash` (a load's address) at 0.25. With the loops' stated trip counts
-/// tying `main`'s two loops ([`FlowProblem::ties`]) and call sites whose
-/// return addresses took their samples held as floors
-/// ([`ClassEstimate::returns_set_aside`]), hashtab's calls all rest on one
-/// count: 55 cells' mean |ln e| 0.163 -> 0.125 (0.124 at 0.85, 0.130 at
-/// 0.8, 0.141 at 0.7).
-pub const HIDDEN_LEAN: f64 = 1.0;
-
 /// Relative error of the best-case model on a block (BHive MAPE on the host).
 pub const MODEL_ERROR: f64 = 0.12;
 
@@ -267,8 +252,8 @@ pub struct BlockObservation {
     /// The model's own error stays what it was on an idle core.
     pub slowdown: f64,
     /// A straight-line leaf whose callers never wait on its result
-    /// ([`crate::result_use`]): its chain runs hidden under their older
-    /// work, so its estimate leans [`HIDDEN_LEAN`] of the way to its top.
+    /// ([`crate::result_use`]): its best case (`best_cycles`) is already
+    /// its throughput (`cpi::at_throughput`); this says why it is unsure.
     pub result_unwaited: bool,
     /// Samples on the block's return addresses, charged to the callees'
     /// returns ([`crate::return_charges`]).
@@ -321,6 +306,10 @@ pub struct ClassEstimate {
     /// 5.4e7) held as a floor took the 55 cells' scaled share 79.6 -> 78.3 %.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub returns_set_aside: bool,
+    /// Every block it rests on is a leaf whose callers never wait on its
+    /// result (`BlockObservation::result_unwaited`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub result_unwaited: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -390,6 +379,7 @@ pub fn estimate_class(
             mostly_set_aside: false,
             calls_out: false,
             returns_set_aside: false,
+            result_unwaited: false,
         });
     }
     // Suspects only count when the class has nothing better.
@@ -463,16 +453,12 @@ pub fn estimate_class(
         // An upper bound more than an estimate.
         rel = rel.max(1.0);
     }
+    let result_unwaited = cluster.iter().all(|&b| obs[b].result_unwaited);
     let returns_set_aside =
         !only_suspects && cluster.iter().map(|&b| obs[b].returned).sum::<f64>() > 2.0 * s;
     let mut freq = s * cycles_per_sample / c;
     if let Some(top) = freq_high.filter(|_| !only_suspects && !after_unsure) {
-        let lean = if cluster.iter().all(|&b| obs[b].result_unwaited) {
-            HIDDEN_LEAN
-        } else {
-            RANGE_LEAN
-        };
-        freq *= (top / freq).powf(lean);
+        freq *= (top / freq).powf(RANGE_LEAN);
     }
     Some(ClassEstimate {
         class,
@@ -489,6 +475,7 @@ pub fn estimate_class(
         mostly_set_aside,
         calls_out,
         returns_set_aside,
+        result_unwaited,
     })
 }
 
@@ -534,6 +521,7 @@ fn refetch_floor(
         mostly_set_aside: false,
         calls_out: false,
         returns_set_aside: false,
+        result_unwaited: false,
     })
 }
 
@@ -828,6 +816,11 @@ pub const HIDDEN_CHAIN: &str =
 const RETURNED: &str =
     "most of its samples landed after its calls and went to the callees' returns: what is left is only a floor";
 
+/// Why a leaf whose callers never wait on its result
+/// ([`ClassEstimate::result_unwaited`]) is unsure.
+const UNWAITED: &str =
+    "its callers never wait on its result: taken at its throughput, its chain hidden under their work (how much it hides is a guess)";
+
 /// Why a block's frequency is low confidence when it rests on its floor.
 pub const AT_ITS_REFILLS: &str =
     "no estimate of its own: at least one run per mispredict into it, counted by its refills (a floor)";
@@ -972,22 +965,29 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
     // came out medium: hashtab's `hash` at -30 % and `next_key` at -43 % on
     // every Zen 4 set, medium's share within ±10 % 42 % (8.3 % of the
     // samples) where it had been 46 % of 1.1 %.
+    let mut returned = vec![false; n];
+    let mut unwaited = vec![false; n];
+    for e in &classes {
+        for &b in &e.blocks {
+            returned[b] |= e.returns_set_aside;
+            unwaited[b] |= e.result_unwaited;
+        }
+    }
     for b in 0..n {
         if problem.ranges.get(b).is_some_and(|r| r.is_some()) && confidence[b] > Confidence::Low {
             confidence[b] = Confidence::Low;
             why[b].get_or_insert(HIDDEN_CHAIN);
+        }
+        // Likewise a leaf taken at its throughput because nothing waits on it.
+        if unwaited[b] && confidence[b] > Confidence::Low {
+            confidence[b] = Confidence::Low;
+            why[b].get_or_insert(UNWAITED);
         }
     }
     let mut calls_out = vec![false; n];
     for e in classes.iter().filter(|e| e.calls_out && !e.floor) {
         for &b in &e.blocks {
             calls_out[b] = true;
-        }
-    }
-    let mut returned = vec![false; n];
-    for e in classes.iter().filter(|e| e.returns_set_aside) {
-        for &b in &e.blocks {
-            returned[b] = true;
         }
     }
     for b in 0..n {
@@ -999,6 +999,8 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
             "its samples may all be load stalls: an upper bound"
         } else if returned[b] {
             RETURNED
+        } else if unwaited[b] {
+            UNWAITED
         } else if estimates[b].is_none() {
             "no estimate of its own: from the flow around it"
         } else if calls_out[b] {
