@@ -1217,6 +1217,23 @@ mod tests {
     }
 
     #[test]
+    fn a_tie_holds_as_hard_as_conservation() {
+        // The arms run equally often by the code. Without the tie arm 2
+        // takes what arm 1's estimate of 30 leaves (70); with it both are
+        // one figure, where arm 1's estimate and the ends' 100 meet (the
+        // least squares at 38.4 each: ends 2·x against 100 ± 10, the arm x
+        // against 30 ± 3).
+        let p = FlowProblem {
+            ties: vec![(1, 2)],
+            ..diamond([Some((30.0, 3.0)), None])
+        };
+        let f = solve(&p).unwrap();
+        assert!(close(f[1], f[2]), "{f:?}");
+        assert!((f[1] - 38.4).abs() < 0.5, "{f:?}");
+        assert!(close(f[0], f[1] + f[2]), "{f:?}");
+    }
+
+    #[test]
     fn a_floor_counts_only_below_it() {
         // Neither arm estimated: the ridge splits 50/50.
         let floored = |floor: (f64, f64)| FlowProblem {
