@@ -550,16 +550,8 @@ fn least_squares_rows(
     for (k, p) in parts.iter().enumerate() {
         for b in 0..p.blocks {
             let g = base[k] + b;
-            let mut row: Vec<(usize, f64)> = ins[g].iter().map(|&a| (a, 1.0)).collect();
-            row.extend(outs[g].iter().map(|&a| (a, -1.0)));
             // A self-loop edge appears with +1 and -1: it cancels in conservation.
-            merge(&mut row);
-            if !row.is_empty() {
-                let row = Row {
-                    coef: row,
-                    rhs: 0.0,
-                    weight: CONSERVATION,
-                };
+            if let Some(row) = balance_row(&ins[g], &outs[g]) {
                 rows.push((RowKey::Conservation(g), row));
             }
             if let Some((est, w)) = r.weights[k][b] {
@@ -593,19 +585,24 @@ fn least_squares_rows(
         }
     }
     for (t, (a, b)) in ties_of(parts, &base).enumerate() {
-        let mut row: Vec<(usize, f64)> = ins[a].iter().map(|&x| (x, 1.0)).collect();
-        row.extend(ins[b].iter().map(|&x| (x, -1.0)));
-        merge(&mut row);
-        if !row.is_empty() {
-            let row = Row {
-                coef: row,
-                rhs: 0.0,
-                weight: CONSERVATION,
-            };
+        if let Some(row) = balance_row(&ins[a], &ins[b]) {
             rows.push((RowKey::Tie(t), row));
         }
     }
     (ins, rows)
+}
+
+/// The flows of arcs `plus` less those of arcs `minus`, zero, as hard as
+/// conservation; None where nothing is left once they cancel.
+fn balance_row(plus: &[usize], minus: &[usize]) -> Option<Row> {
+    let mut coef: Vec<(usize, f64)> = plus.iter().map(|&a| (a, 1.0)).collect();
+    coef.extend(minus.iter().map(|&a| (a, -1.0)));
+    merge(&mut coef);
+    (!coef.is_empty()).then_some(Row {
+        coef,
+        rhs: 0.0,
+        weight: CONSERVATION,
+    })
 }
 
 /// Every part's ties ([`FlowProblem::ties`]) as blocks numbered across parts.

@@ -28,7 +28,6 @@ use crate::function_code::FunctionCode;
 use crate::register_values::gpr_index;
 use dcpi_models::block::Decoded;
 use iced_x86::{FlowControl, InstructionInfoFactory, OpAccess};
-use std::collections::HashMap;
 
 /// Instructions after a call followed for its result.
 pub const RESULT_REACH: usize = 16;
@@ -114,25 +113,12 @@ pub fn result_decides_branch(
 /// `codes` and those whose result decides a branch
 /// ([`FunctionCode::result_sites`]).
 pub fn count_result_sites(codes: &mut [FunctionCode]) {
-    let by_start: HashMap<u64, usize> = codes
-        .iter()
-        .enumerate()
-        .map(|(k, c)| (c.function.start, k))
-        .collect();
     let mut info = InstructionInfoFactory::new();
     let mut counts = vec![(0u32, 0u32); codes.len()];
-    for code in codes.iter() {
-        let insns = &code.cfg.insns;
-        for (i, d) in insns.iter().enumerate() {
-            if d.instr.flow_control() != FlowControl::Call || crate::disasm::is_bad(d) {
-                continue;
-            }
-            let Some(&callee) = by_start.get(&d.instr.near_branch_target()) else {
-                continue;
-            };
-            counts[callee].0 += 1;
-            counts[callee].1 += result_decides_branch(insns, i + 1, &mut info) as u32;
-        }
+    for (caller, i, callee) in crate::return_charges::direct_calls(codes) {
+        let insns = &codes[caller].cfg.insns;
+        counts[callee].0 += 1;
+        counts[callee].1 += result_decides_branch(insns, i + 1, &mut info) as u32;
     }
     for (code, c) in codes.iter_mut().zip(counts) {
         code.result_sites = c;

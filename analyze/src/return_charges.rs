@@ -24,31 +24,42 @@ use crate::function_code::FunctionCode;
 use iced_x86::FlowControl;
 use std::collections::HashMap;
 
-/// Marks return addresses of calls into `codes` and charges their samples
-/// to the callees' returns (see the module docs).
-pub fn charge_returns(codes: &mut [FunctionCode]) {
+/// The direct calls among `codes`: (caller, index of the call instruction
+/// in its code, callee), each an index into `codes`.
+pub fn direct_calls(codes: &[FunctionCode]) -> Vec<(usize, usize, usize)> {
     let by_start: HashMap<u64, usize> = codes
         .iter()
         .enumerate()
         .map(|(k, c)| (c.function.start, k))
         .collect();
-    // (callee, samples, cycles), gathered before any is changed.
-    let mut moves: Vec<(usize, f64, f64)> = Vec::new();
-    for code in codes.iter_mut() {
-        let insns = &code.cfg.insns;
-        let targets: Vec<bool> = branch_targets(code);
-        let calls = insns.iter().enumerate().filter(|(_, d)| {
-            d.instr.flow_control() == FlowControl::Call && !crate::disasm::is_bad(d)
-        });
-        let mut sites = Vec::new();
-        for (i, d) in calls {
-            let Some(&callee) = by_start.get(&d.instr.near_branch_target()) else {
+    let mut out = Vec::new();
+    for (caller, code) in codes.iter().enumerate() {
+        for (i, d) in code.cfg.insns.iter().enumerate() {
+            if d.instr.flow_control() != FlowControl::Call || crate::disasm::is_bad(d) {
                 continue;
-            };
-            if i + 1 < insns.len() {
-                sites.push((i + 1, callee));
+            }
+            if let Some(&callee) = by_start.get(&d.instr.near_branch_target()) {
+                out.push((caller, i, callee));
             }
         }
+    }
+    out
+}
+
+/// Marks return addresses of calls into `codes` and charges their samples
+/// to the callees' returns (see the module docs).
+pub fn charge_returns(codes: &mut [FunctionCode]) {
+    // Per caller: (return address's index, callee).
+    let mut sites: Vec<Vec<(usize, usize)>> = vec![Vec::new(); codes.len()];
+    for (caller, i, callee) in direct_calls(codes) {
+        if i + 1 < codes[caller].cfg.insns.len() {
+            sites[caller].push((i + 1, callee));
+        }
+    }
+    // (callee, samples, cycles), gathered before any is changed.
+    let mut moves: Vec<(usize, f64, f64)> = Vec::new();
+    for (code, sites) in codes.iter_mut().zip(sites) {
+        let targets: Vec<bool> = branch_targets(code);
         for (after, callee) in sites {
             if targets[after] {
                 continue;
