@@ -25,7 +25,7 @@
 //! handlers called through a table keep the default lean).
 
 use crate::function_code::FunctionCode;
-use crate::register_values::gpr_index;
+use crate::register_values::{gpr_index, written_gprs};
 use dcpi_models::block::Decoded;
 use iced_x86::{FlowControl, InstructionInfoFactory, OpAccess};
 
@@ -54,46 +54,25 @@ pub fn result_decides_branch(
             FlowControl::Next => {}
             _ => return false,
         }
-        let used = info.info(i);
-        let reads = |a: OpAccess| {
-            matches!(
-                a,
-                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-            )
-        };
-        let writes = |a: OpAccess| {
-            matches!(
-                a,
-                OpAccess::Write
-                    | OpAccess::CondWrite
-                    | OpAccess::ReadWrite
-                    | OpAccess::ReadCondWrite
-            )
-        };
-        let mut from_result = used
+        // The registers it reads, memory operands' bases and indexes included.
+        let mut from_result = info
+            .info(i)
             .used_registers()
             .iter()
-            .filter(|u| reads(u.access()))
+            .filter(|u| {
+                matches!(
+                    u.access(),
+                    OpAccess::Read
+                        | OpAccess::CondRead
+                        | OpAccess::ReadWrite
+                        | OpAccess::ReadCondWrite
+                )
+            })
             .filter_map(|u| gpr_index(u.register()))
             .any(|k| carried & 1 << k != 0);
-        from_result |= used
-            .used_memory()
-            .iter()
-            .filter_map(|m| {
-                [m.base(), m.index()]
-                    .into_iter()
-                    .find_map(|r| gpr_index(r).filter(|&k| carried & 1 << k != 0))
-            })
-            .next()
-            .is_some();
         // `cmov`, `set`, `adc`: a value computed from the result.
         from_result |= flags && i.rflags_read() != 0;
-        let written: u16 = used
-            .used_registers()
-            .iter()
-            .filter(|u| writes(u.access()))
-            .filter_map(|u| gpr_index(u.register()))
-            .fold(0, |m, k| m | 1 << k);
+        let written = written_gprs(info, i);
         if from_result {
             carried |= written;
         } else {
