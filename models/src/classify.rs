@@ -178,6 +178,8 @@ pub struct Shape {
     /// A load that sign- or zero-extends (movsx, movsxd, movzx from
     /// memory): Zen 4 does not rename these through memory (measured).
     pub extending_load: bool,
+    /// A load that zero-extends (movzx from memory).
+    pub zero_extending_load: bool,
     /// cmp/test/add/sub/and/inc/dec that can fuse with a following jcc.
     pub fusible: bool,
     /// A branch the block's sequence takes (set by [`crate::schedule`]
@@ -686,6 +688,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             i.mnemonic(),
             Mnemonic::Movsx | Mnemonic::Movsxd | Mnemonic::Movzx
         );
+    let zero_extending_load = load.is_some() && i.mnemonic() == Mnemonic::Movzx;
     let zero_extend_byte = reg_reg
         && i.mnemonic() == Mnemonic::Movzx
         && i.op1_register().size() == 1
@@ -1056,6 +1059,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         rmw_reg_source,
         is_nop,
         extending_load,
+        zero_extending_load,
         fusible,
         taken: false,
         wide_mul64,

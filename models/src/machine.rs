@@ -98,9 +98,12 @@ pub struct Machine {
     /// Loads from an address just stored to get the value at rename:
     /// `none`, `stack` (rsp/rbp-based only: AMD's memory file since Zen 2),
     /// `any` (Golden Cove, measured: except read-modify-writes with a
-    /// register source), or `wide-gpr` (Zen 4, measured: 32- and 64-bit
+    /// register source), `wide-gpr` (Zen 4, measured: 32- and 64-bit
     /// general-register data at any address, read-modify-writes included;
-    /// not 8/16-bit, not xmm, not a sign- or zero-extending load).
+    /// not 8/16-bit, not xmm, not a sign- or zero-extending load), or `gpr`
+    /// (Zen 5, measured: general-register data of any size, sign-extending
+    /// loads too, a cycle or two for a narrow or extended load; not xmm,
+    /// not a zero-extending load).
     pub memory_renaming: String,
     pub store_forward_latency: u32,
     /// The same through an xmm/ymm register, where it differs (measured on
@@ -367,11 +370,11 @@ impl Machine {
         }
         if !matches!(
             m.memory_renaming.as_str(),
-            "none" | "stack" | "any" | "wide-gpr"
+            "none" | "stack" | "any" | "wide-gpr" | "gpr"
         ) {
             return Err(MachineError::Invalid {
                 name: name.into(),
-                detail: "memory_renaming is none, stack, any or wide-gpr".into(),
+                detail: "memory_renaming is none, stack, any, wide-gpr or gpr".into(),
             });
         }
         if m.ports().len() > 64 {

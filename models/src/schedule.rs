@@ -1305,6 +1305,21 @@ mod tests {
     }
 
     #[test]
+    fn zen5_renames_general_register_memory_round_trips_of_any_size() {
+        // Measured on a Zen 5 host (session 46, models/examples/measure.rs).
+        assert_eq!(cpi("48 89 43 08 48 8b 43 08", "zen5"), 0.5); // 64-bit: no chain left
+        assert_eq!(cpi("80 43 08 01", "zen5"), 1.0); // addb $1,8(%rbx): its add
+        assert_eq!(cpi("66 83 43 08 01", "zen5"), 1.0); // addw $1,8(%rbx)
+        assert_eq!(cpi("00 43 08", "zen5"), 1.0); // add %al,8(%rbx)
+        assert_eq!(cpi("66 89 43 08 66 8b 43 08", "zen5"), 2.0); // 16-bit round trip
+        assert_eq!(cpi("88 43 08 0f be 43 08", "zen5"), 2.0); // movsbl
+        assert_eq!(cpi("89 43 08 48 63 43 08", "zen5"), 1.0); // movslq
+                                                              // Not zero-extending loads (movzwl 7.00 measured), not xmm.
+        assert!(cpi("66 89 43 08 0f b7 43 08", "zen5") >= 6.0);
+        assert!(cpi("66 0f d6 43 08 48 8b 43 08 66 48 0f 6e c0", "zen5") >= 9.0);
+    }
+
+    #[test]
     fn zen3_forwards_round_trips_through_memory() {
         // Measured on a Zen 3 host (session 13): through 8(%rbx) the round
         // trip is 6.26 cycles, through -8(%rbp) 6.25, a read-modify-write

@@ -1010,6 +1010,19 @@ impl<'a> Graph<'a> {
                                 && !sh.vector_mem
                                 && !sh.extending_load
                         }
+                        // Measured on Zen 5: general-register data of any
+                        // size, RMW included (`addb $1,8(%rbx)`, `addw`,
+                        // `add %al,8(%rbx)` 1.00 cycles a copy), sign-
+                        // extending loads too (`movslq` 1.00, `movsbl`,
+                        // `movswl` 2.00), not zero-extending ones (`movzbl`,
+                        // `movzwl` 7.00); through the same address registers
+                        // as on Zen 4.
+                        "gpr" => {
+                            same_registers
+                                && !shapes[st].vector_mem
+                                && !sh.vector_mem
+                                && !sh.zero_extending_load
+                        }
                         _ => false,
                     };
                     if renamed {
@@ -1018,7 +1031,17 @@ impl<'a> Graph<'a> {
                             let p = self.producer_of(data as usize, k) as u32;
                             self.push_dep(p, self.why[k as usize]);
                         }
-                        latency = 0;
+                        // A plain or sign-extending load of 8 or 16 bits
+                        // merges or extends the value (Zen 5: `mov %ax,8(%rbx);
+                        // mov 8(%rbx),%ax` and `movsbl` round trips 2.00
+                        // cycles), `movslq` extends it (1.00); a
+                        // read-modify-write's load feeds its operation whole.
+                        latency = match m.memory_renaming.as_str() {
+                            "gpr" if sh.store.is_none() && addr.size < 4 && !sh.extending_load => 1,
+                            "gpr" if sh.store.is_none() && addr.size < 4 => 2,
+                            "gpr" if sh.store.is_none() && sh.extending_load => 1,
+                            _ => 0,
+                        };
                     } else {
                         self.push_dep(data, DepWhy::Forward(st));
                         // From the store data's issue to the load's result.
