@@ -1031,11 +1031,13 @@ impl<'a> Graph<'a> {
                             let p = self.producer_of(data as usize, k) as u32;
                             self.push_dep(p, self.why[k as usize]);
                         }
-                        // A plain or sign-extending load of 8 or 16 bits
-                        // merges or extends the value (Zen 5: `mov %ax,8(%rbx);
-                        // mov 8(%rbx),%ax` and `movsbl` round trips 2.00
-                        // cycles), `movslq` extends it (1.00); a
-                        // read-modify-write's load feeds its operation whole.
+                        // Zen 5 ("gpr"): a renamed load of 8 or 16 bits
+                        // takes a cycle (its partial register's merge is the
+                        // round trip's other: `mov %ax,8(%rbx); mov
+                        // 8(%rbx),%ax` 2.00 cycles a copy), sign-extending
+                        // it two (`movsbl`, `movswl` 2.00), `movslq` one
+                        // (1.00); a read-modify-write's load feeds its
+                        // operation whole (`addb $1,8(%rbx)` 1.00).
                         latency = match m.memory_renaming.as_str() {
                             "gpr" if sh.store.is_none() && addr.size < 4 && !sh.extending_load => 1,
                             "gpr" if sh.store.is_none() && addr.size < 4 => 2,
