@@ -1314,7 +1314,8 @@ mod tests {
         assert_eq!(cpi("66 89 43 08 66 8b 43 08", "zen5"), 2.0); // 16-bit round trip
         assert_eq!(cpi("88 43 08 0f be 43 08", "zen5"), 2.0); // movsbl
         assert_eq!(cpi("89 43 08 48 63 43 08", "zen5"), 1.0); // movslq
-                                                              // Not zero-extending loads (movzwl 7.00 measured), not xmm.
+
+        // Not zero-extending loads (movzwl 7.00 measured), not xmm.
         assert!(cpi("66 89 43 08 0f b7 43 08", "zen5") >= 6.0);
         assert!(cpi("66 0f d6 43 08 48 8b 43 08 66 48 0f 6e c0", "zen5") >= 9.0);
     }

@@ -1031,17 +1031,17 @@ impl<'a> Graph<'a> {
                             let p = self.producer_of(data as usize, k) as u32;
                             self.push_dep(p, self.why[k as usize]);
                         }
-                        // Zen 5 ("gpr"): a renamed load of 8 or 16 bits
-                        // takes a cycle (its partial register's merge is the
-                        // round trip's other: `mov %ax,8(%rbx); mov
-                        // 8(%rbx),%ax` 2.00 cycles a copy), sign-extending
-                        // it two (`movsbl`, `movswl` 2.00), `movslq` one
-                        // (1.00); a read-modify-write's load feeds its
-                        // operation whole (`addb $1,8(%rbx)` 1.00).
+                        // Zen 5 ("gpr"): a cycle for a load of 8 or 16
+                        // bits (its partial register's merge is the round
+                        // trip's other: `mov %ax,8(%rbx); mov 8(%rbx),%ax`
+                        // 2.00 cycles a copy) and one for extending it
+                        // (`movslq` 1.00, `movsbl`, `movswl` 2.00); a
+                        // read-modify-write's load feeds its operation
+                        // whole (`addb $1,8(%rbx)` 1.00).
                         latency = match m.memory_renaming.as_str() {
-                            "gpr" if sh.store.is_none() && addr.size < 4 && !sh.extending_load => 1,
-                            "gpr" if sh.store.is_none() && addr.size < 4 => 2,
-                            "gpr" if sh.store.is_none() && sh.extending_load => 1,
+                            "gpr" if sh.store.is_none() => {
+                                (addr.size < 4) as u32 + sh.extending_load as u32
+                            }
                             _ => 0,
                         };
                     } else {
