@@ -354,6 +354,11 @@ const MECHANISMS: &[MechanismProbe] = &[
         code: &[0x83, 0xe2, 0x01, 0x83, 0xfa, 0x01, 0x19, 0xc9],
     },
     MechanismProbe {
+        field: "fresh_alu_forward_slot",
+        what: "mov $1,%eax; add %r10d,%eax (0.5 with six ALUs if the add takes a second slot, 0.33 if not)",
+        code: &[0xb8, 0x01, 0x00, 0x00, 0x00, 0x44, 0x01, 0xd0],
+    },
+    MechanismProbe {
         field: "store_commit_max",
         what: "stores at 0, 8, 16 and 64 from one register (3 if two a cycle to a line, 2 if more)",
         code: &[

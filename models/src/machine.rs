@@ -84,6 +84,17 @@ pub struct Machine {
     /// cycles a copy (bound: 1.50; any free pipe: 1.00).
     #[serde(default)]
     pub ports_bound_at_dispatch: bool,
+    /// An ALU µop that takes an input from a one-cycle ALU µop that was
+    /// ready when it was dispatched, and issues within a cycle of that
+    /// input's arrival, costs a second ALU slot. Zen 5, measured: `mov
+    /// $1,%eax; add %r10d,%eax` 0.49 cycles a copy (three slots of six
+    /// ALUs), 0.68 beside one `cmp`, 1.18 beside four; the producers first
+    /// and their adds after them (two to twelve pairs) 1.5 to 1.2 slots an
+    /// instruction; an add after a load or an imul, or in a chain of adds,
+    /// one slot (`mov (%rbx),%eax; add %r10d,%eax` beside four `cmp` 0.84,
+    /// three `add $1` chains 1.00).
+    #[serde(default)]
+    pub fresh_alu_forward_slot: bool,
     /// µops other than loads and stores are bound to a port when renamed,
     /// by how many µops each port still has waiting (Intel; the rule, uiCA's
     /// for Ice Lake, is in `rename_binding`), and wait for that port even
@@ -259,6 +270,8 @@ struct ClassEntries {
     masks: Vec<u64>,
     /// The ports of loads and stores.
     memory_mask: u64,
+    /// The ports of the `alu` class.
+    alu_mask: u64,
 }
 
 impl PartialEq for ClassTable {
@@ -548,7 +561,9 @@ impl Machine {
                 .iter()
                 .map(|c| masks[classes[crate::classify::class_index(c)].2 as usize])
                 .fold(0, |a, m| a | m);
+            let alu_mask = masks[classes[crate::classify::class_index("alu")].2 as usize];
             ClassEntries {
+                alu_mask,
                 classes,
                 named: CLASSES.iter().map(|c| self.has_class(c)).collect(),
                 sets,
@@ -593,6 +608,11 @@ impl Machine {
     /// The ports loads and stores use, as a bit mask over [`Machine::ports`].
     pub fn memory_port_mask(&self) -> u64 {
         self.class_table().memory_mask
+    }
+
+    /// The ports of the `alu` class, as a bit mask over [`Machine::ports`].
+    pub fn alu_port_mask(&self) -> u64 {
+        self.class_table().alu_mask
     }
 
     /// Every port name, sorted.

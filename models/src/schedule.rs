@@ -1321,6 +1321,25 @@ mod tests {
     }
 
     #[test]
+    fn zen5_pays_a_second_alu_slot_for_a_fresh_alu_result() {
+        // Measured on a Zen 5 host (session 47, models/examples/measure.rs).
+        // mov $1,%eax; add %r10d,%eax: 0.49 (three slots of six ALUs).
+        assert!(close(cpi("b8 01 00 00 00 44 01 d0", "zen5"), 0.5));
+        // The same beside four independent cmps: 1.18.
+        let beside = "b8 01 00 00 00 44 01 d0 44 39 f3 44 39 f1 44 39 f2 44 39 f6";
+        assert!(close(cpi(beside, "zen5"), 7.0 / 6.0));
+        // After a load, one slot: mov (%rbx),%eax; add; four cmps 0.84
+        // (five ALU µops; six instructions at seven a cycle).
+        let after_load = "8b 03 44 01 d0 44 39 f1 44 39 f2 44 39 f6 44 39 f7";
+        assert!(close(cpi(after_load, "zen5"), 6.0 / 7.0));
+        // Chains of adds, one slot an add: three add $1 chains 1.00.
+        assert!(close(cpi("83 c0 01 83 c3 01 83 c1 01", "zen5"), 1.0));
+        // Zen 4 has no such cost: the pair is its four ALUs' 0.5 alone,
+        // the four cmps beside it 1.5.
+        assert!(close(cpi(beside, "zen4"), 1.5));
+    }
+
+    #[test]
     fn zen3_forwards_round_trips_through_memory() {
         // Measured on a Zen 3 host (session 13): through 8(%rbx) the round
         // trip is 6.26 cycles, through -8(%rbp) 6.25, a read-modify-write
@@ -1341,7 +1360,8 @@ mod tests {
         assert!(close(cpi("48 8b 44 03 08", "zen4"), 5.0)); // mov 8(%rbx,%rax),%rax
         assert!(close(cpi("48 8b 04 03", "zen4"), 4.0)); // mov (%rbx,%rax),%rax
         assert!(close(cpi("48 8b 40 08", "zen4"), 4.0)); // mov 8(%rax),%rax
-                                                         // Not measured elsewhere: Golden Cove keeps its one load latency.
+
+        // Not measured elsewhere: Golden Cove keeps its one load latency.
         assert!(close(
             cpi("48 8b 04 c3", "golden-cove"),
             cpi("48 8b 40 08", "golden-cove")

@@ -1254,6 +1254,25 @@ impl<'a> Graph<'a> {
         debug_assert_eq!(self.dyns.len(), self.built * n);
     }
 
+    /// When µop `u`'s last input from a one-cycle ALU µop that was ready
+    /// when it was dispatched arrives, if it has such an input (see
+    /// [`Machine::fresh_alu_forward_slot`]; `alu` the ALUs' port mask).
+    fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
+        self.uops[u]
+            .deps
+            .iter()
+            .map(|k| &self.uops[self.producer_of(u, k)])
+            .filter(|p| {
+                let mask = masks[p.ports as usize];
+                mask != 0
+                    && mask & !alu == 0
+                    && p.latency == 1
+                    && p.ready <= self.dyns[p.insn as usize].dispatched + 1
+            })
+            .filter_map(|p| p.complete())
+            .max()
+    }
+
     /// The time a µop's inputs are all available (and it has been dispatched).
     fn ready_time(&self, u: usize, dispatched: u64) -> u64 {
         let mut t = dispatched + 1;
@@ -2031,6 +2050,12 @@ fn simulate_with<'a, const BIND: bool>(
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
     masks.extend_from_slice(m.port_set_masks());
+    // No µop is an ALU's when the second slot is not modeled.
+    let alu_mask = if m.fresh_alu_forward_slot {
+        m.alu_port_mask()
+    } else {
+        0
+    };
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
     let mut binder = BINDER.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -2238,6 +2263,23 @@ fn simulate_with<'a, const BIND: bool>(
                         break;
                     }
                     t += 1;
+                }
+            }
+            if alu_mask != 0 && occupancy > 0 && mask != 0 && mask & !alu_mask == 0 {
+                let arrival = g.fresh_alu_input(u, &masks, alu_mask);
+                if arrival.is_some_and(|a| t <= a + 1) {
+                    // The second slot: the first ALU free from `t` on.
+                    let mut at = t;
+                    loop {
+                        let free = calendar.free(alu_mask, at, 1);
+                        if free != 0 {
+                            let port = least_used(free, &port_load);
+                            calendar.take(port, at, 1);
+                            port_load[port] += 1;
+                            break;
+                        }
+                        at += 1;
+                    }
                 }
             }
             if bind {
