@@ -36,6 +36,10 @@ fn one() -> u32 {
     1
 }
 
+fn one_slot() -> f64 {
+    1.0
+}
+
 /// A microarchitecture.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 pub struct Machine {
@@ -86,15 +90,24 @@ pub struct Machine {
     pub ports_bound_at_dispatch: bool,
     /// An ALU µop that takes an input from a one-cycle ALU µop that was
     /// ready when it was dispatched, and issues within a cycle of that
-    /// input's arrival, costs a second ALU slot. Zen 5, measured: `mov
+    /// input's arrival, costs two ALU slots. Zen 5, measured: `mov
     /// $1,%eax; add %r10d,%eax` 0.49 cycles a copy (three slots of six
     /// ALUs), 0.68 beside one `cmp`, 1.18 beside four; the producers first
     /// and their adds after them (two to twelve pairs) 1.5 to 1.2 slots an
-    /// instruction; an add after a load or an imul, or in a chain of adds,
-    /// one slot (`mov (%rbx),%eax; add %r10d,%eax` beside four `cmp` 0.84,
-    /// three `add $1` chains 1.00).
+    /// instruction; an add after a load or an imul one slot (`mov
+    /// (%rbx),%eax; add %r10d,%eax` beside four `cmp` 0.84).
     #[serde(default)]
     pub fresh_alu_forward_slot: bool,
+    /// The ALU issue capacity, in slots (a slot: one ALU for a cycle), an
+    /// ALU µop takes when an input of it comes from a one-cycle ALU µop
+    /// still in flight when it could first issue: 1 where the ALUs take one such
+    /// µop each a cycle. Counted in eighths of a slot; a cycle's capacity
+    /// is its ALUs, what a µop takes beyond it spills into the next.
+    /// Zen 5, measured: twelve `add $1` chains 2.25 cycles a copy (1.125
+    /// slots an add on six ALUs), eight 1.49, six chains beside six
+    /// independent `cmp` 2.17, four beside eight 2.11.
+    #[serde(default = "one_slot")]
+    pub dependent_alu_slots: f64,
     /// µops other than loads and stores are bound to a port when renamed,
     /// by how many µops each port still has waiting (Intel; the rule, uiCA's
     /// for Ice Lake, is in `rename_binding`), and wait for that port even
@@ -390,6 +403,12 @@ impl Machine {
                 detail: "memory_renaming is none, stack, any, wide-gpr or gpr".into(),
             });
         }
+        if !(1.0..=4.0).contains(&m.dependent_alu_slots) {
+            return Err(MachineError::Invalid {
+                name: name.into(),
+                detail: "dependent_alu_slots is between 1 and 4".into(),
+            });
+        }
         if m.ports().len() > 64 {
             return Err(MachineError::Invalid {
                 name: name.into(),
@@ -608,6 +627,11 @@ impl Machine {
     /// The ports loads and stores use, as a bit mask over [`Machine::ports`].
     pub fn memory_port_mask(&self) -> u64 {
         self.class_table().memory_mask
+    }
+
+    /// [`Machine::dependent_alu_slots`] in eighths of a slot.
+    pub fn dependent_alu_eighths(&self) -> u16 {
+        (self.dependent_alu_slots * 8.0).round() as u16
     }
 
     /// The ports of the `alu` class, as a bit mask over [`Machine::ports`].

@@ -1254,21 +1254,30 @@ impl<'a> Graph<'a> {
         debug_assert_eq!(self.dyns.len(), self.built * n);
     }
 
-    /// When µop `u`'s last input from a one-cycle ALU µop that was ready
-    /// when it was dispatched arrives, if it has such an input (see
-    /// [`Machine::fresh_alu_forward_slot`]; `alu` the ALUs' port mask).
-    fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
+    /// The one-cycle ALU µops µop `u` takes inputs from (`masks` the port
+    /// sets' masks, `alu` the ALUs').
+    fn alu_inputs<'g>(
+        &'g self,
+        u: usize,
+        masks: &'g [u64],
+        alu: u64,
+    ) -> impl Iterator<Item = &'g Uop> + 'g {
         self.uops[u]
             .deps
             .iter()
-            .map(|k| &self.uops[self.producer_of(u, k)])
-            .filter(|p| {
+            .map(move |k| &self.uops[self.producer_of(u, k)])
+            .filter(move |p| {
                 let mask = masks[p.ports as usize];
-                mask != 0
-                    && mask & !alu == 0
-                    && p.latency == 1
-                    && p.ready <= self.dyns[p.insn as usize].dispatched + 1
+                mask != 0 && mask & !alu == 0 && p.latency == 1
             })
+    }
+
+    /// When µop `u`'s last input from a one-cycle ALU µop that was ready
+    /// when it was dispatched arrives, if it has such an input (see
+    /// [`Machine::fresh_alu_forward_slot`]).
+    fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
+        self.alu_inputs(u, masks, alu)
+            .filter(|p| p.ready <= self.dyns[p.insn as usize].dispatched + 1)
             .filter_map(|p| p.complete())
             .max()
     }
@@ -1575,6 +1584,9 @@ struct PortCalendar {
     /// [`Machine::load_bank_conflicts`]): banks read once in the low 16
     /// bits, twice in the high 16.
     banks: Vec<u32>,
+    /// Beside it, the ALU issue capacity taken in that cycle, in eighths
+    /// of a slot (see [`Machine::dependent_alu_slots`]).
+    units: Vec<u16>,
     /// The cycles held: `base..end` (later cycles are all free).
     base: u64,
     end: u64,
@@ -1585,6 +1597,7 @@ impl PortCalendar {
         if self.ring.is_empty() {
             self.ring = vec![0; 64];
             self.banks = vec![0; 64];
+            self.units = vec![0; 64];
         }
         self.advance(self.end);
         self.base = 0;
@@ -1605,6 +1618,7 @@ impl PortCalendar {
             let k = self.slot(c);
             self.ring[k] = 0;
             self.banks[k] = 0;
+            self.units[k] = 0;
         }
         self.base = self.base.max(now);
         self.end = self.end.max(self.base);
@@ -1624,6 +1638,42 @@ impl PortCalendar {
             return mask & !self.busy(t);
         }
         (t..t + len).fold(mask, |f, c| f & !self.busy(c))
+    }
+
+    /// The ALU issue capacity taken in cycle `t`, in eighths of a slot.
+    fn units(&self, t: u64) -> u16 {
+        if t < self.end {
+            self.units[self.slot(t)]
+        } else {
+            0
+        }
+    }
+
+    /// Takes `n` eighths of an ALU slot in cycle `t` (held already by a
+    /// [`take`] there, or within the held cycles).
+    ///
+    /// [`take`]: PortCalendar::take
+    fn take_units(&mut self, n: u16, t: u64) {
+        if t >= self.end {
+            // Hold the cycle (no port taken).
+            self.grow_to(t + 1);
+            self.end = t + 1;
+        }
+        let k = self.slot(t);
+        self.units[k] += n;
+    }
+
+    /// Takes `n` eighths of an ALU slot from cycle `t` on, `cap` a cycle
+    /// at most: what does not fit in `t` spills into the cycles after it.
+    fn spill_units(&mut self, mut n: u16, mut t: u64, cap: u16) {
+        while n > 0 {
+            let room = cap.saturating_sub(self.units(t)).min(n);
+            if room > 0 {
+                self.take_units(room, t);
+                n -= room;
+            }
+            t += 1;
+        }
     }
 
     /// Whether a load reading `banks` fits in cycle `t`: no bank read
@@ -1651,25 +1701,32 @@ impl PortCalendar {
             self.end = self.end.max(last);
             return;
         }
+        self.grow_to(last);
+        for c in t..last {
+            let k = self.slot(c);
+            self.ring[k] |= 1 << port;
+        }
+        self.end = self.end.max(last);
+    }
+
+    /// Makes the ring hold the cycles up to `last` (excluded).
+    fn grow_to(&mut self, last: u64) {
         if (last - self.base) as usize > self.ring.len() {
             // Grow (a power of two) and move the held cycles over.
             let mut size = self.ring.len() * 2;
             while ((last - self.base) as usize) > size {
                 size *= 2;
             }
-            let (mut ring, mut banks) = (vec![0; size], vec![0; size]);
+            let (mut ring, mut banks, mut units) = (vec![0; size], vec![0; size], vec![0; size]);
             for c in self.base..self.end {
                 ring[(c as usize) & (size - 1)] = self.busy(c);
                 banks[(c as usize) & (size - 1)] = self.banks[self.slot(c)];
+                units[(c as usize) & (size - 1)] = self.units[self.slot(c)];
             }
             self.ring = ring;
             self.banks = banks;
+            self.units = units;
         }
-        for c in t..last {
-            let k = self.slot(c);
-            self.ring[k] |= 1 << port;
-        }
-        self.end = self.end.max(last);
     }
 }
 
@@ -2050,12 +2107,16 @@ fn simulate_with<'a, const BIND: bool>(
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
     masks.extend_from_slice(m.port_set_masks());
-    // No µop is an ALU's when the second slot is not modeled.
-    let alu_mask = if m.fresh_alu_forward_slot {
+    // The ALUs' capacity a cycle, in eighths of a slot, and what a µop fed
+    // by one in flight takes of it (see `Machine::dependent_alu_slots`):
+    // not counted (no µop an ALU's) where every ALU µop takes one slot.
+    let dependent_units = m.dependent_alu_eighths();
+    let alu_mask = if m.fresh_alu_forward_slot || dependent_units != 8 {
         m.alu_port_mask()
     } else {
         0
     };
+    let alu_units = 8 * alu_mask.count_ones() as u16;
     let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
     calendar.clear();
     let mut binder = BINDER.with(|c| std::mem::take(&mut *c.borrow_mut()));
@@ -2156,6 +2217,23 @@ fn simulate_with<'a, const BIND: bool>(
                     ]
                     .into_iter()
                     .fold(0.0, f64::max);
+                    if dependent_units != 8 {
+                        // The ALUs' capacity bounds it too, every µop fed
+                        // by a one-cycle ALU µop taken at its dependent
+                        // cost (not a bound: the early stop's check, met
+                        // only where it holds).
+                        let units: u64 = (u0 as usize..u1 as usize)
+                            .filter(|&u| {
+                                let mask = masks[g.uops[u].ports as usize];
+                                g.uops[u].occupancy > 0 && mask != 0 && mask & !alu_mask == 0
+                            })
+                            .map(|u| match g.alu_inputs(u, &masks, alu_mask).next() {
+                                Some(_) => dependent_units as u64,
+                                None => 8,
+                            })
+                            .sum();
+                        steady.bound = steady.bound.max(units as f64 / alu_units as f64);
+                    }
                 }
                 ports = Some(bound);
             }
@@ -2243,9 +2321,22 @@ fn simulate_with<'a, const BIND: bool>(
                 mask = 1 << least_used(mask, &port_load);
             }
             let banks = uop.banks;
+            let alu_op = alu_mask != 0 && occupancy > 0 && mask != 0 && mask & !alu_mask == 0;
+            let units = if alu_op
+                && dependent_units != 8
+                && g.alu_inputs(u, &masks, alu_mask)
+                    .any(|p| p.complete().is_some_and(|c| c > dc + 1))
+            {
+                dependent_units
+            } else {
+                8
+            };
             if mask != 0 {
                 loop {
                     let mut free = calendar.free(mask, t, occupancy);
+                    if alu_op && free != 0 && calendar.units(t) >= alu_units {
+                        free = 0;
+                    }
                     if banks != 0 && free != 0 && !calendar.banks_free(banks, t) {
                         free = 0;
                     }
@@ -2265,16 +2356,21 @@ fn simulate_with<'a, const BIND: bool>(
                     t += 1;
                 }
             }
-            if alu_mask != 0 && occupancy > 0 && mask != 0 && mask & !alu_mask == 0 {
+            if alu_op {
+                calendar.spill_units(units, t, alu_units);
+            }
+            if alu_op && m.fresh_alu_forward_slot {
                 let arrival = g.fresh_alu_input(u, &masks, alu_mask);
                 if arrival.is_some_and(|a| t <= a + 1) {
-                    // The second slot: the first ALU free from `t` on.
+                    // Two slots in all, the second on the first ALU free
+                    // from `t` on.
                     let mut at = t;
                     loop {
                         let free = calendar.free(alu_mask, at, 1);
-                        if free != 0 {
+                        if free != 0 && calendar.units(at) < alu_units {
                             let port = least_used(free, &port_load);
                             calendar.take(port, at, 1);
+                            calendar.spill_units(16 - units, at, alu_units);
                             port_load[port] += 1;
                             break;
                         }
