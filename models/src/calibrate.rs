@@ -359,6 +359,16 @@ const MECHANISMS: &[MechanismProbe] = &[
         code: &[0xb8, 0x01, 0x00, 0x00, 0x00, 0x44, 0x01, 0xd0],
     },
     MechanismProbe {
+        field: "sign_extension_uop",
+        what: "movsbl (%rbx),%eax; and $0,%eax; add %rax,%rbx (7 if the extension is a µop of its own, 6 if not)",
+        code: &[0x0f, 0xbe, 0x03, 0x83, 0xe0, 0x00, 0x48, 0x01, 0xc3],
+    },
+    MechanismProbe {
+        field: "move_op_fusion",
+        what: "mov %r9d,%eax; add %r10d,%eax (one slot and one ALU µop if fused: 0.17 with six ALUs)",
+        code: &[0x44, 0x89, 0xc8, 0x44, 0x01, 0xd0],
+    },
+    MechanismProbe {
         field: "store_commit_max",
         what: "stores at 0, 8, 16 and 64 from one register (3 if two a cycle to a line, 2 if more)",
         code: &[

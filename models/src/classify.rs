@@ -169,6 +169,9 @@ pub struct Shape {
     /// add/sub/and/or/xor of a register with a 32-bit immediate (the form
     /// that fuses with a move before it, see `Machine::move_imm32_fusion`).
     pub alu_imm32: bool,
+    /// The size in bytes of the register operand written first (0: the
+    /// first operand is not a register).
+    pub dest_size: u8,
     /// A read-modify-write of memory whose other source is a register
     /// (Golden Cove does not rename these through memory: measured).
     pub rmw_reg_source: bool,
@@ -1050,6 +1053,11 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         store,
         stack_op,
         alu_imm32,
+        dest_size: if i.op0_kind() == OpKind::Register {
+            i.op0_register().size() as u8
+        } else {
+            0
+        },
         vector_mem,
         zero_idiom,
         flags_only,

@@ -76,6 +76,22 @@ pub struct Machine {
     /// 0.34, `add $0x5000` 0.20, `add $5` 0.35.
     #[serde(default)]
     pub move_imm32_fusion: bool,
+    /// An eliminated general-register move and the register-only ALU op
+    /// after it that reads and writes the move's destination take one
+    /// rename slot. Zen 5, measured: `mov %r9d,%eax; add %r10d,%eax`
+    /// 0.17 cycles a copy (six ALUs), with `add $0x5000`, `and $0xF` or
+    /// 64-bit `add %r10,%rax` the same, three such pairs 0.50, `shl $2`
+    /// 0.33, `imul` 0.35 (their pipes); into another register (`add
+    /// %r10d,%ecx`) not.
+    #[serde(default)]
+    pub move_op_fusion: bool,
+    /// A sign-extending load (`movsbl`, `movswl`, `movslq`) extends in an
+    /// ALU µop of its own after the load. Zen 5, measured: a chain through
+    /// `movsbl (%rbx),%eax; and $0,%eax; add %rax,%rbx` 7.00 cycles, with
+    /// `mov` or `movzbl` 6.00; `movsbl` beside four `cmp` 0.84 cycles a
+    /// copy (five ALU µops).
+    #[serde(default)]
+    pub sign_extension_uop: bool,
     /// `sbb r,r` (32/64-bit) waits for the carry flag only, not for the
     /// register (measured on Zen 4: `cmp; sbb %ecx,%ecx; and $2,%ecx`
     /// 0.75 cycles a copy, with `adc` or `sbb %cl,%cl` 2.00).
@@ -88,13 +104,15 @@ pub struct Machine {
     /// cycles a copy (bound: 1.50; any free pipe: 1.00).
     #[serde(default)]
     pub ports_bound_at_dispatch: bool,
-    /// An ALU µop that takes an input from a one-cycle ALU µop that was
-    /// ready when it was dispatched, and issues within a cycle of that
-    /// input's arrival, costs two ALU slots. Zen 5, measured: `mov
-    /// $1,%eax; add %r10d,%eax` 0.49 cycles a copy (three slots of six
-    /// ALUs), 0.68 beside one `cmp`, 1.18 beside four; the producers first
-    /// and their adds after them (two to twelve pairs) 1.5 to 1.2 slots an
-    /// instruction; an add after a load or an imul one slot (`mov
+    /// An ALU µop that takes an input from a fresh one-cycle ALU µop (one
+    /// no ALU µop's result woke: ready when dispatched, or when a load's
+    /// value came), and issues within a cycle of that input's arrival,
+    /// costs two ALU slots. Zen 5, measured: `mov $1,%eax; add %r10d,%eax`
+    /// 0.49 cycles a copy (three slots of six ALUs), 0.68 beside one
+    /// `cmp`, 1.18 beside four; the producers first and their adds after
+    /// them (two to twelve pairs) 1.5 to 1.2 slots an instruction; `mov
+    /// (%rbx),%eax; and $0xc0,%eax; cmp $0x80,%eax` 0.49 (the cmp two
+    /// slots); an add straight after a load or an imul one slot (`mov
     /// (%rbx),%eax; add %r10d,%eax` beside four `cmp` 0.84).
     #[serde(default)]
     pub fresh_alu_forward_slot: bool,

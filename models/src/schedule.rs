@@ -1345,6 +1345,30 @@ mod tests {
     }
 
     #[test]
+    fn zen5_extends_signs_in_an_alu_uop_and_fuses_moves_with_their_ops() {
+        // Measured on a Zen 5 host (session 47, models/examples/measure.rs).
+        // movsbl (%rbx),%eax; and $0,%eax; add %rax,%rbx: 7.00, mov 6.00.
+        assert!(close(cpi("0f be 03 83 e0 00 48 01 c3", "zen5"), 7.0));
+        assert!(close(cpi("8b 03 83 e0 00 48 01 c3", "zen5"), 6.0));
+        // movsbl (%rbx),%eax; and $0xc0,%eax; cmp $0x80,%eax: 0.70 (the
+        // extension, the and two slots after it, the cmp 1.125).
+        let extended = "0f be 03 25 c0 00 00 00 3d 80 00 00 00";
+        assert!(close(cpi(extended, "zen5"), 0.69));
+        // mov (%rbx),%eax; and; cmp: 0.49 (the cmp two slots after an
+        // and the load woke).
+        assert!(close(
+            cpi("8b 03 25 c0 00 00 00 3d 80 00 00 00", "zen5"),
+            0.5
+        ));
+        // mov %r9d,%eax; add %r10d,%eax: 0.17, one slot and one ALU µop.
+        assert!(close(cpi("44 89 c8 44 01 d0", "zen5"), 1.0 / 6.0));
+        // A 64-bit move and a 32-bit op do not fuse: mov %r14,%rbx; and
+        // $0x7f,%ebx; test %r14b,%r14b 0.42, with mov %r14d,%ebx 0.33.
+        assert!(close(cpi("4c 89 f3 83 e3 7f 45 84 f6", "zen5"), 3.0 / 7.0));
+        assert!(close(cpi("44 89 f3 83 e3 7f 45 84 f6", "zen5"), 2.0 / 6.0));
+    }
+
+    #[test]
     fn zen3_forwards_round_trips_through_memory() {
         // Measured on a Zen 3 host (session 13): through 8(%rbx) the round
         // trip is 6.26 cycles, through -8(%rbp) 6.25, a read-modify-write

@@ -342,6 +342,8 @@ pub(crate) struct Graph<'a> {
     store_addr_ports: u16,
     /// The empty port set (a µop that needs no port).
     no_ports: u16,
+    /// The `alu` class's port set.
+    alu_ports: u16,
     /// Ports of a store in flight giving its value to loads, once per
     /// store (see `load_forwarded`).
     forwarded_load_ports: Option<u16>,
@@ -511,6 +513,7 @@ impl<'a> Graph<'a> {
         const STORE_ADDR: usize = class_id("store_addr");
         const STORE_DATA: usize = class_id("store_data");
         const NOP: usize = class_id("nop");
+        const ALU: usize = class_id("alu");
         let fuse_next = |s: usize| {
             m.macro_fusion && shapes[s].fusible && s + 1 < n && shapes[s + 1].cond_branch
         };
@@ -599,6 +602,7 @@ impl<'a> Graph<'a> {
         let [last_state, next_state] = arrays.states;
         Graph {
             no_ports: class_of(NOP).1,
+            alu_ports: class_of(ALU).1,
             store_addr_class,
             store_addr_ports,
             store_data_ports,
@@ -924,6 +928,7 @@ impl<'a> Graph<'a> {
                 (addr_prod[k], addr_uops[k]) = (self.key(*r), self.producer(*r));
             }
             let mut load_uop = None;
+            let mut renamed_load = false;
             let mut blocked_by = 0;
             // The value key of what the load reads (see `Graph::keys`).
             let mut load_key = NONE;
@@ -1025,6 +1030,7 @@ impl<'a> Graph<'a> {
                         }
                         _ => false,
                     };
+                    renamed_load = renamed;
                     if renamed {
                         // Renamed: the load's value is the stored register's, no forwarding delay.
                         for k in self.uops[data as usize].deps.iter() {
@@ -1095,8 +1101,8 @@ impl<'a> Graph<'a> {
                 nop_fusion && sh.is_nop && self.dyns.last().is_some_and(|p| p.slots > 0);
             // An eliminated move into the register this op then changes
             // with a 32-bit immediate: one slot for the pair.
-            let move_fused = m.move_imm32_fusion
-                && sh.alu_imm32
+            let move_fused = (m.move_imm32_fusion && sh.alu_imm32
+                || m.move_op_fusion && self.changes_moved_register(s))
                 && s > 0
                 && self.costs[s - 1].eliminated
                 && shapes[s - 1].movable
@@ -1151,6 +1157,20 @@ impl<'a> Graph<'a> {
                     self.push_dep(e, DepWhy::Reg(RDX_REG));
                     high_uop = Some(self.push_uop(id, ports, high, 1, from));
                 }
+            }
+            if let (None, Some(l), true) = (
+                exec_uop,
+                load_uop,
+                m.sign_extension_uop
+                    && sh.extending_load
+                    && !sh.zero_extending_load
+                    && !renamed_load
+                    && sh.class == "nop",
+            ) {
+                // The sign extension, an ALU µop of its own after the load.
+                let from = self.deps.len() as u32;
+                self.push_dep(l, DepWhy::Reg(LOAD_RESULT));
+                exec_uop = Some(self.push_uop(id, self.alu_ports, 1, 1, from));
             }
             if let Some(addr) = sh.store {
                 let from = self.deps.len() as u32;
@@ -1272,14 +1292,53 @@ impl<'a> Graph<'a> {
             })
     }
 
-    /// When µop `u`'s last input from a one-cycle ALU µop that was ready
-    /// when it was dispatched arrives, if it has such an input (see
+    /// When µop `u`'s last input from a fresh one-cycle ALU µop arrives,
+    /// if it has such an input: one no ALU µop's result woke, ready when
+    /// it was dispatched or when a load's value came (see
     /// [`Machine::fresh_alu_forward_slot`]).
     fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
-        self.alu_inputs(u, masks, alu)
-            .filter(|p| p.ready <= self.dyns[p.insn as usize].dispatched + 1)
-            .filter_map(|p| p.complete())
+        let is_alu = |p: &Uop| {
+            let mask = masks[p.ports as usize];
+            mask != 0 && mask & !alu == 0
+        };
+        self.uops[u]
+            .deps
+            .iter()
+            .map(|k| self.producer_of(u, k))
+            .filter(|&p| {
+                let pu = &self.uops[p];
+                is_alu(pu)
+                    && pu.latency == 1
+                    && !pu.deps.iter().any(|k| {
+                        let q = &self.uops[self.producer_of(p, k)];
+                        is_alu(q) && q.complete == pu.ready
+                    })
+            })
+            .filter_map(|p| self.uops[p].complete())
             .max()
+    }
+
+    /// Whether static instruction `s` is a register-only ALU op that reads
+    /// and writes, at the same size, the register the instruction before
+    /// it moved into (see [`Machine::move_op_fusion`]).
+    fn changes_moved_register(&self, s: usize) -> bool {
+        let (m, sh) = (self.m, &self.shapes[s]);
+        let Some(mov) = s.checked_sub(1).map(|p| &self.shapes[p]) else {
+            return false;
+        };
+        let Some(&moved) = mov.writes.first() else {
+            return false;
+        };
+        let ports = m.port_set_masks()[m.class_port_set(sh.class_id as usize) as usize];
+        sh.load.is_none()
+            && sh.store.is_none()
+            && !sh.cond_branch
+            && !sh.zero_idiom
+            && ports != 0
+            && ports & !m.alu_port_mask() == 0
+            && sh.writes.first() == Some(&moved)
+            && sh.reads.contains(&moved)
+            && sh.dest_size == mov.dest_size
     }
 
     /// The time a µop's inputs are all available (and it has been dispatched).
@@ -1587,6 +1646,9 @@ struct PortCalendar {
     /// Beside it, the ALU issue capacity taken in that cycle, in eighths
     /// of a slot (see [`Machine::dependent_alu_slots`]).
     units: Vec<u16>,
+    /// Whether `units` has been written since the calendar was cleared
+    /// (most descriptions never do: its cycles are then left alone).
+    counting: bool,
     /// The cycles held: `base..end` (later cycles are all free).
     base: u64,
     end: u64,
@@ -1602,6 +1664,7 @@ impl PortCalendar {
         self.advance(self.end);
         self.base = 0;
         self.end = 0;
+        self.counting = false;
     }
 
     fn slot(&self, t: u64) -> usize {
@@ -1618,7 +1681,12 @@ impl PortCalendar {
             let k = self.slot(c);
             self.ring[k] = 0;
             self.banks[k] = 0;
-            self.units[k] = 0;
+        }
+        if self.counting {
+            for c in self.base..now.min(self.end) {
+                let k = self.slot(c);
+                self.units[k] = 0;
+            }
         }
         self.base = self.base.max(now);
         self.end = self.end.max(self.base);
@@ -1661,6 +1729,7 @@ impl PortCalendar {
         }
         let k = self.slot(t);
         self.units[k] += n;
+        self.counting = true;
     }
 
     /// Takes `n` eighths of an ALU slot from cycle `t` on, `cap` a cycle
