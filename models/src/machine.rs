@@ -126,6 +126,14 @@ pub struct Machine {
     /// independent `cmp` 2.17, four beside eight 2.11.
     #[serde(default = "one_slot")]
     pub dependent_alu_slots: f64,
+    /// ALU µops that issue in the cycle their one-cycle ALU input arrives:
+    /// at most this many a cycle, the others a cycle later or more (0: no
+    /// limit). Zen 5, measured: K loop-carried `add $1` chains, K =
+    /// 3/4/5/6/7: 1.00 / 1.05 / 1.17 / 1.29 / 1.36 cycles a copy (four a
+    /// cycle: 1.00 / 1.00 / 1.11 / 1.20 / 1.31; three: 1.00 / 1.14 / 1.25
+    /// / 1.33 / 1.40).
+    #[serde(default)]
+    pub alu_wakeups_per_cycle: u8,
     /// µops other than loads and stores are bound to a port when renamed,
     /// by how many µops each port still has waiting (Intel; the rule, uiCA's
     /// for Ice Lake, is in `rename_binding`), and wait for that port even

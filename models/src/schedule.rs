@@ -1335,6 +1335,9 @@ mod tests {
         assert!(close(cpi(after_load, "zen5"), 6.0 / 7.0));
         // Three add $1 chains: 1.00, their latency.
         assert!(close(cpi("83 c0 01 83 c3 01 83 c1 01", "zen5"), 1.0));
+        // Six: 1.29; four a cycle issue as their input arrives, two wait.
+        let six = "83 c0 01 83 c3 01 83 c1 01 83 c2 01 83 c6 01 83 c7 01";
+        assert!(close(cpi(six, "zen5"), 1.2));
         // Twelve: 2.25, each add 1.125 slots of six ALUs.
         let twelve = "83 c0 01 83 c3 01 83 c1 01 83 c2 01 83 c6 01 83 c7 01 \
                       41 83 c0 01 41 83 c1 01 41 83 c2 01 41 83 c3 01 41 83 c4 01 41 83 c5 01";

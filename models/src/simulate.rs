@@ -1646,7 +1646,10 @@ struct PortCalendar {
     /// Beside it, the ALU issue capacity taken in that cycle, in eighths
     /// of a slot (see [`Machine::dependent_alu_slots`]).
     units: Vec<u16>,
-    /// Whether `units` has been written since the calendar was cleared
+    /// Beside it, the ALU µops issued in that cycle the cycle their ALU
+    /// input arrived (see [`Machine::alu_wakeups_per_cycle`]).
+    wakeups: Vec<u8>,
+    /// Whether `units` or `wakeups` has been written since the calendar was cleared
     /// (most descriptions never do: its cycles are then left alone).
     counting: bool,
     /// The cycles held: `base..end` (later cycles are all free).
@@ -1660,6 +1663,7 @@ impl PortCalendar {
             self.ring = vec![0; 64];
             self.banks = vec![0; 64];
             self.units = vec![0; 64];
+            self.wakeups = vec![0; 64];
         }
         self.advance(self.end);
         self.base = 0;
@@ -1686,6 +1690,7 @@ impl PortCalendar {
             for c in self.base..now.min(self.end) {
                 let k = self.slot(c);
                 self.units[k] = 0;
+                self.wakeups[k] = 0;
             }
         }
         self.base = self.base.max(now);
@@ -1717,19 +1722,36 @@ impl PortCalendar {
         }
     }
 
-    /// Takes `n` eighths of an ALU slot in cycle `t` (held already by a
-    /// [`take`] there, or within the held cycles).
-    ///
-    /// [`take`]: PortCalendar::take
+    /// Takes `n` eighths of an ALU slot in cycle `t`.
     fn take_units(&mut self, n: u16, t: u64) {
+        let k = self.hold(t);
+        self.units[k] += n;
+    }
+
+    /// The ALU µops issued in cycle `t` the cycle their ALU input arrived.
+    fn wakeups(&self, t: u64) -> u8 {
+        if t < self.end {
+            self.wakeups[self.slot(t)]
+        } else {
+            0
+        }
+    }
+
+    /// One more ALU µop issued in cycle `t` as its ALU input arrived.
+    fn take_wakeup(&mut self, t: u64) {
+        let k = self.hold(t);
+        self.wakeups[k] += 1;
+    }
+
+    /// Holds cycle `t` (no port taken) for the counts beside the ports,
+    /// and gives its place in the ring.
+    fn hold(&mut self, t: u64) -> usize {
         if t >= self.end {
-            // Hold the cycle (no port taken).
             self.grow_to(t + 1);
             self.end = t + 1;
         }
-        let k = self.slot(t);
-        self.units[k] += n;
         self.counting = true;
+        self.slot(t)
     }
 
     /// Takes `n` eighths of an ALU slot from cycle `t` on, `cap` a cycle
@@ -1786,15 +1808,19 @@ impl PortCalendar {
             while ((last - self.base) as usize) > size {
                 size *= 2;
             }
-            let (mut ring, mut banks, mut units) = (vec![0; size], vec![0; size], vec![0; size]);
+            let (mut ring, mut banks) = (vec![0; size], vec![0; size]);
+            let (mut units, mut wakeups) = (vec![0; size], vec![0; size]);
             for c in self.base..self.end {
-                ring[(c as usize) & (size - 1)] = self.busy(c);
-                banks[(c as usize) & (size - 1)] = self.banks[self.slot(c)];
-                units[(c as usize) & (size - 1)] = self.units[self.slot(c)];
+                let (from, to) = (self.slot(c), (c as usize) & (size - 1));
+                ring[to] = self.ring[from];
+                banks[to] = self.banks[from];
+                units[to] = self.units[from];
+                wakeups[to] = self.wakeups[from];
             }
             self.ring = ring;
             self.banks = banks;
             self.units = units;
+            self.wakeups = wakeups;
         }
     }
 }
@@ -2180,7 +2206,8 @@ fn simulate_with<'a, const BIND: bool>(
     // by one in flight takes of it (see `Machine::dependent_alu_slots`):
     // not counted (no µop an ALU's) where every ALU µop takes one slot.
     let dependent_units = m.dependent_alu_eighths();
-    let alu_mask = if m.fresh_alu_forward_slot || dependent_units != 8 {
+    let wakeups_cap = m.alu_wakeups_per_cycle;
+    let alu_mask = if m.fresh_alu_forward_slot || dependent_units != 8 || wakeups_cap > 0 {
         m.alu_port_mask()
     } else {
         0
@@ -2391,6 +2418,16 @@ fn simulate_with<'a, const BIND: bool>(
             }
             let banks = uop.banks;
             let alu_op = alu_mask != 0 && occupancy > 0 && mask != 0 && mask & !alu_mask == 0;
+            // When its last input from a one-cycle ALU µop arrives, where
+            // the µops issued as theirs arrive are counted.
+            let alu_arrival = match wakeups_cap {
+                0 => None,
+                _ if !alu_op => None,
+                _ => g
+                    .alu_inputs(u, &masks, alu_mask)
+                    .filter_map(|p| p.complete())
+                    .max(),
+            };
             let units = if alu_op
                 && dependent_units != 8
                 && g.alu_inputs(u, &masks, alu_mask)
@@ -2404,6 +2441,10 @@ fn simulate_with<'a, const BIND: bool>(
                 loop {
                     let mut free = calendar.free(mask, t, occupancy);
                     if alu_op && free != 0 && calendar.units(t) >= alu_units {
+                        free = 0;
+                    }
+                    if alu_arrival == Some(t) && free != 0 && calendar.wakeups(t) >= wakeups_cap {
+                        // Too many woken this cycle: a cycle later.
                         free = 0;
                     }
                     if banks != 0 && free != 0 && !calendar.banks_free(banks, t) {
@@ -2427,6 +2468,9 @@ fn simulate_with<'a, const BIND: bool>(
             }
             if alu_op {
                 calendar.spill_units(units, t, alu_units);
+                if alu_arrival == Some(t) {
+                    calendar.take_wakeup(t);
+                }
             }
             if alu_op && m.fresh_alu_forward_slot {
                 let arrival = g.fresh_alu_input(u, &masks, alu_mask);
