@@ -1644,12 +1644,14 @@ struct PortCalendar {
     /// bits, twice in the high 16.
     banks: Vec<u32>,
     /// Beside it, the ALU issue capacity taken in that cycle, in eighths
-    /// of a slot (see [`Machine::dependent_alu_slots`]).
+    /// of a slot, in the low 10 bits (see [`Machine::dependent_alu_slots`]),
+    /// and above them the ALU µops issued there the cycle their ALU input
+    /// arrived (see [`Machine::alu_wakeups_per_cycle`]). One array, not
+    /// two: a second one beside it cost Golden Cove's model 11-15 % of its
+    /// speed (fresh pages zeroed by the kernel: mimalloc's, measured with
+    /// `perf record`), though never written there.
     units: Vec<u16>,
-    /// Beside it, the ALU µops issued in that cycle the cycle their ALU
-    /// input arrived (see [`Machine::alu_wakeups_per_cycle`]).
-    wakeups: Vec<u8>,
-    /// Whether `units` or `wakeups` has been written since the calendar was cleared
+    /// Whether `units` has been written since the calendar was cleared
     /// (most descriptions never do: its cycles are then left alone).
     counting: bool,
     /// The cycles held: `base..end` (later cycles are all free).
@@ -1663,7 +1665,6 @@ impl PortCalendar {
             self.ring = vec![0; 64];
             self.banks = vec![0; 64];
             self.units = vec![0; 64];
-            self.wakeups = vec![0; 64];
         }
         self.advance(self.end);
         self.base = 0;
@@ -1671,6 +1672,7 @@ impl PortCalendar {
         self.counting = false;
     }
 
+    #[inline]
     fn slot(&self, t: u64) -> usize {
         (t as usize) & (self.ring.len() - 1)
     }
@@ -1690,13 +1692,13 @@ impl PortCalendar {
             for c in self.base..now.min(self.end) {
                 let k = self.slot(c);
                 self.units[k] = 0;
-                self.wakeups[k] = 0;
             }
         }
         self.base = self.base.max(now);
         self.end = self.end.max(self.base);
     }
 
+    #[inline]
     fn busy(&self, t: u64) -> u64 {
         if t < self.end {
             self.ring[self.slot(t)]
@@ -1706,6 +1708,7 @@ impl PortCalendar {
     }
 
     /// Ports of `mask` free in every cycle of `t..t + len` (at least `t`).
+    #[inline]
     fn free(&self, mask: u64, t: u64, len: u64) -> u64 {
         if len <= 1 {
             return mask & !self.busy(t);
@@ -1714,12 +1717,20 @@ impl PortCalendar {
     }
 
     /// The ALU issue capacity taken in cycle `t`, in eighths of a slot.
+    #[inline]
     fn units(&self, t: u64) -> u16 {
         if t < self.end {
             self.units[self.slot(t)]
         } else {
             0
         }
+    }
+
+    /// The ALU capacity taken in cycle `t` alone (the count of wakeups
+    /// shares its word: see [`PortCalendar::take_wakeup`]).
+    #[inline]
+    fn capacity_taken(&self, t: u64) -> u16 {
+        self.units(t) & 0x3ff
     }
 
     /// Takes `n` eighths of an ALU slot in cycle `t`.
@@ -1729,18 +1740,15 @@ impl PortCalendar {
     }
 
     /// The ALU µops issued in cycle `t` the cycle their ALU input arrived.
+    #[inline]
     fn wakeups(&self, t: u64) -> u8 {
-        if t < self.end {
-            self.wakeups[self.slot(t)]
-        } else {
-            0
-        }
+        (self.units(t) >> 10) as u8
     }
 
     /// One more ALU µop issued in cycle `t` as its ALU input arrived.
     fn take_wakeup(&mut self, t: u64) {
         let k = self.hold(t);
-        self.wakeups[k] += 1;
+        self.units[k] += 1 << 10;
     }
 
     /// Holds cycle `t` (no port taken) for the counts beside the ports,
@@ -1758,7 +1766,7 @@ impl PortCalendar {
     /// at most: what does not fit in `t` spills into the cycles after it.
     fn spill_units(&mut self, mut n: u16, mut t: u64, cap: u16) {
         while n > 0 {
-            let room = cap.saturating_sub(self.units(t)).min(n);
+            let room = cap.saturating_sub(self.capacity_taken(t)).min(n);
             if room > 0 {
                 self.take_units(room, t);
                 n -= room;
@@ -1769,6 +1777,7 @@ impl PortCalendar {
 
     /// Whether a load reading `banks` fits in cycle `t`: no bank read
     /// twice there already.
+    #[inline]
     fn banks_free(&self, banks: u16, t: u64) -> bool {
         t >= self.end || (self.banks[self.slot(t)] >> 16) as u16 & banks == 0
     }
@@ -1808,19 +1817,16 @@ impl PortCalendar {
             while ((last - self.base) as usize) > size {
                 size *= 2;
             }
-            let (mut ring, mut banks) = (vec![0; size], vec![0; size]);
-            let (mut units, mut wakeups) = (vec![0; size], vec![0; size]);
+            let (mut ring, mut banks, mut units) = (vec![0; size], vec![0; size], vec![0; size]);
             for c in self.base..self.end {
                 let (from, to) = (self.slot(c), (c as usize) & (size - 1));
                 ring[to] = self.ring[from];
                 banks[to] = self.banks[from];
                 units[to] = self.units[from];
-                wakeups[to] = self.wakeups[from];
             }
             self.ring = ring;
             self.banks = banks;
             self.units = units;
-            self.wakeups = wakeups;
         }
     }
 }
@@ -2440,7 +2446,7 @@ fn simulate_with<'a, const BIND: bool>(
             if mask != 0 {
                 loop {
                     let mut free = calendar.free(mask, t, occupancy);
-                    if alu_op && free != 0 && calendar.units(t) >= alu_units {
+                    if alu_op && free != 0 && calendar.capacity_taken(t) >= alu_units {
                         free = 0;
                     }
                     if alu_arrival == Some(t) && free != 0 && calendar.wakeups(t) >= wakeups_cap {
@@ -2480,7 +2486,7 @@ fn simulate_with<'a, const BIND: bool>(
                     let mut at = t;
                     loop {
                         let free = calendar.free(alu_mask, at, 1);
-                        if free != 0 && calendar.units(at) < alu_units {
+                        if free != 0 && calendar.capacity_taken(at) < alu_units {
                             let port = least_used(free, &port_load);
                             calendar.take(port, at, 1);
                             calendar.spill_units(16 - units, at, alu_units);
