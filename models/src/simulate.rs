@@ -1100,7 +1100,9 @@ impl<'a> Graph<'a> {
             let nop_fused =
                 nop_fusion && sh.is_nop && self.dyns.last().is_some_and(|p| p.slots > 0);
             // An eliminated move into the register this op then changes
-            // with a 32-bit immediate: one slot for the pair.
+            // (with a 32-bit immediate where `move_imm32_fusion`, by any
+            // register-only ALU op where `move_op_fusion`): one slot for
+            // the pair.
             let move_fused = (m.move_imm32_fusion && sh.alu_imm32
                 || m.move_op_fusion && self.changes_moved_register(s))
                 && s > 0
@@ -1274,9 +1276,9 @@ impl<'a> Graph<'a> {
         debug_assert_eq!(self.dyns.len(), self.built * n);
     }
 
-    /// The one-cycle ALU µops µop `u` takes inputs from (`masks` the port
-    /// sets' masks, `alu` the ALUs').
-    fn alu_inputs<'g>(
+    /// The ALU µops µop `u` takes inputs from, of any latency (`masks`
+    /// the port sets' masks, `alu` the ALUs').
+    fn alu_producers<'g>(
         &'g self,
         u: usize,
         masks: &'g [u64],
@@ -1288,8 +1290,18 @@ impl<'a> Graph<'a> {
             .map(move |k| &self.uops[self.producer_of(u, k)])
             .filter(move |p| {
                 let mask = masks[p.ports as usize];
-                mask != 0 && mask & !alu == 0 && p.latency == 1
+                mask != 0 && mask & !alu == 0
             })
+    }
+
+    /// The one-cycle ALU µops µop `u` takes inputs from.
+    fn alu_inputs<'g>(
+        &'g self,
+        u: usize,
+        masks: &'g [u64],
+        alu: u64,
+    ) -> impl Iterator<Item = &'g Uop> + 'g {
+        self.alu_producers(u, masks, alu).filter(|p| p.latency == 1)
     }
 
     /// When µop `u`'s last input from a fresh one-cycle ALU µop arrives,
@@ -1297,22 +1309,19 @@ impl<'a> Graph<'a> {
     /// it was dispatched or when a load's value came (see
     /// [`Machine::fresh_alu_forward_slot`]).
     fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
-        let is_alu = |p: &Uop| {
-            let mask = masks[p.ports as usize];
-            mask != 0 && mask & !alu == 0
-        };
         self.uops[u]
             .deps
             .iter()
             .map(|k| self.producer_of(u, k))
             .filter(|&p| {
                 let pu = &self.uops[p];
-                is_alu(pu)
+                let mask = masks[pu.ports as usize];
+                mask != 0
+                    && mask & !alu == 0
                     && pu.latency == 1
-                    && !pu.deps.iter().any(|k| {
-                        let q = &self.uops[self.producer_of(p, k)];
-                        is_alu(q) && q.complete == pu.ready
-                    })
+                    && !self
+                        .alu_producers(p, masks, alu)
+                        .any(|q| q.complete == pu.ready)
             })
             .filter_map(|p| self.uops[p].complete())
             .max()
