@@ -2433,32 +2433,30 @@ fn simulate_with<'a, const BIND: bool>(
             }
             let banks = uop.banks;
             let alu_op = alu_mask != 0 && occupancy > 0 && mask != 0 && mask & !alu_mask == 0;
-            // When its last input from a one-cycle ALU µop arrives, where
-            // the µops issued as theirs arrive are counted.
-            let alu_arrival = match wakeups_cap {
-                0 => None,
-                _ if !alu_op => None,
-                _ => g
-                    .alu_inputs(u, &masks, alu_mask)
+            // When its last input from a one-cycle ALU µop arrives (one
+            // look at its inputs for both rules below): after the cycle it
+            // could first issue in, it takes the dependent cost; where the
+            // µops issued as theirs arrive are counted, it is one of them
+            // if it issues then.
+            let alu_arrival = if alu_op && (wakeups_cap > 0 || dependent_units != 8) {
+                g.alu_inputs(u, &masks, alu_mask)
                     .filter_map(|p| p.complete())
-                    .max(),
-            };
-            let units = if alu_op
-                && dependent_units != 8
-                && g.alu_inputs(u, &masks, alu_mask)
-                    .any(|p| p.complete().is_some_and(|c| c > dc + 1))
-            {
-                dependent_units
+                    .max()
             } else {
-                8
+                None
             };
+            let units = match alu_arrival {
+                Some(a) if dependent_units != 8 && a > dc + 1 => dependent_units,
+                _ => 8,
+            };
+            let woken_at = alu_arrival.filter(|_| wakeups_cap > 0);
             if mask != 0 {
                 loop {
                     let mut free = calendar.free(mask, t, occupancy);
                     if alu_op && free != 0 && calendar.capacity_taken(t) >= alu_units {
                         free = 0;
                     }
-                    if alu_arrival == Some(t) && free != 0 && calendar.wakeups(t) >= wakeups_cap {
+                    if woken_at == Some(t) && free != 0 && calendar.wakeups(t) >= wakeups_cap {
                         // Too many woken this cycle: a cycle later.
                         free = 0;
                     }
@@ -2483,7 +2481,7 @@ fn simulate_with<'a, const BIND: bool>(
             }
             if alu_op {
                 calendar.spill_units(units, t, alu_units);
-                if alu_arrival == Some(t) {
+                if woken_at == Some(t) {
                     calendar.take_wakeup(t);
                 }
             }
