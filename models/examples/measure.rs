@@ -58,8 +58,8 @@ fn main() {
         };
         let model = analyze(&machine, &block, options).cycles_per_iteration;
         println!(
-            "{arg}\tmeasured {}\tmodel {:.2}",
-            measured.map_or("-".into(), |c| format!("{c:.2}")),
+            "{arg}\tmeasured {}\tmodel {:.4}",
+            measured.map_or("-".into(), |c| format!("{c:.4}")),
             model
         );
     }
