@@ -1023,7 +1023,10 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::UnitBusy { .. } => 'u',
         Stall::DispatchWidth => 'w',
         Stall::RobFull => 'r',
-        Stall::FrontEnd { .. } | Stall::TakenBranch { .. } | Stall::FetchLine { .. } => 'f',
+        Stall::FrontEnd { .. }
+        | Stall::TakenBranch { .. }
+        | Stall::FetchLine { .. }
+        | Stall::DenseCode { .. } => 'f',
         Stall::RetireWidth { .. } => 't',
         Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } => 's',
     }

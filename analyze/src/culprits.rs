@@ -152,6 +152,13 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "fetch lines".into(),
             format!("fetched from the next {line_bytes}-byte line: one line a cycle"),
         ),
+        Stall::DenseCode { width, bytes } => (
+            "dense".into(),
+            "dense code".into(),
+            format!(
+                "{width} instructions dispatched that cycle, and one more would have spanned fewer than {bytes} bytes"
+            ),
+        ),
         Stall::RetireWidth { per_cycle } => (
             "retire".into(),
             "retire width".into(),

@@ -58,6 +58,25 @@ pub struct Machine {
     pub retire_width: u32,
     pub rob_size: u32,
     pub decode_bytes: u32,
+    /// Dense code dispatches fewer: a cycle's dispatch takes more than
+    /// this many slots only when its instructions span at least
+    /// [`Machine::dense_dispatch_bytes`] bytes (0: no such limit). Zen 5,
+    /// measured: four eliminated moves a copy, 8-16 bytes, 0.51-0.66
+    /// cycles; 18-32 bytes 0.48-0.50.
+    #[serde(default)]
+    pub dense_dispatch_width: u32,
+    /// See [`Machine::dense_dispatch_width`].
+    #[serde(default)]
+    pub dense_dispatch_bytes: u32,
+    /// [`Machine::decode_bytes`] a cycle on average: an instruction
+    /// starting inside a cycle's window dispatches in that cycle, and the
+    /// bytes it reaches beyond the window count against the next
+    /// (without: a cycle takes whole instructions within its window).
+    /// Zen 5, measured: four nops of 9-15 bytes a copy 0.56 / 0.62 / 0.68
+    /// / 0.76 / 0.82 / 0.88 / 0.92 cycles (64 bytes a cycle; whole
+    /// instructions: 0.67 / 0.67 / 0.80 / 0.80 / 1.00 / 1.00 / 1.00).
+    #[serde(default)]
+    pub decode_bytes_straddle: bool,
     pub macro_fusion: bool,
     pub move_elimination: bool,
     /// `movzx` from a low byte register into another one is eliminated
@@ -653,6 +672,23 @@ impl Machine {
     /// The ports loads and stores use, as a bit mask over [`Machine::ports`].
     pub fn memory_port_mask(&self) -> u64 {
         self.class_table().memory_mask
+    }
+
+    /// Cycles per iteration [`Machine::dense_dispatch_width`] holds a
+    /// block of `slots` dispatch slots and `bytes` bytes to, where its
+    /// code is dense throughout (its mean bytes a slot too few for a
+    /// wider cycle to reach [`Machine::dense_dispatch_bytes`]); 0
+    /// elsewhere. Mixed blocks may dispatch wide cycles where their long
+    /// instructions gather: an estimate, not a bound.
+    pub fn dense_dispatch_cycles(&self, slots: u32, bytes: u32) -> f64 {
+        let w = self.dense_dispatch_width;
+        if w == 0
+            || slots == 0
+            || bytes as u64 * (w as u64 + 1) >= self.dense_dispatch_bytes as u64 * slots as u64
+        {
+            return 0.0;
+        }
+        slots as f64 / w as f64
     }
 
     /// [`Machine::dependent_alu_slots`] in eighths of a slot.

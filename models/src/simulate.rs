@@ -157,6 +157,9 @@ pub(crate) enum DispatchStall {
     FrontEnd,
     TakenBranch,
     FetchLine,
+    /// Dense code: the cycle's instructions span too few bytes for
+    /// another ([`Machine::dense_dispatch_width`]).
+    DenseCode,
 }
 
 /// The front end's clock: the cycle each instruction is fetched in at the
@@ -1912,14 +1915,21 @@ struct DispatchState {
     cycle: u64,
     slots: u32,
     bytes: u32,
+    /// Bytes of the last cycle's instructions beyond its window, fetched
+    /// in this cycle's.
+    carry: u32,
     owed: u32,
 }
 
 impl DispatchState {
-    fn next_cycle(&mut self, width: u32) {
+    fn next_cycle(&mut self, width: u32, window: u32) {
         self.cycle += 1;
         self.slots = self.owed.min(width);
         self.owed -= self.slots;
+        self.carry = match window {
+            0 => 0,
+            w => (self.carry + self.bytes).saturating_sub(w),
+        };
         self.bytes = 0;
     }
 }
@@ -2209,6 +2219,16 @@ fn simulate_with<'a, const BIND: bool>(
         m.retire_width,
         m.decode_bytes.max(16),
     );
+    let (dense_width, dense_bytes) = (m.dense_dispatch_width, m.dense_dispatch_bytes);
+    let straddle = m.decode_bytes_straddle;
+    // The cycle's fetch window has no room for an instruction of `bytes`.
+    let window_used = |d: &DispatchState, bytes: u32| {
+        if straddle {
+            d.carry + d.bytes >= bytes_pc
+        } else {
+            d.bytes + bytes > bytes_pc && d.bytes > 0
+        }
+    };
     let total = iterations * n;
     let nports = m.ports().len().max(1);
     let [mut port_load, mut masks, spare, chain_complete, chain_retire] =
@@ -2244,6 +2264,7 @@ fn simulate_with<'a, const BIND: bool>(
         cycle: 0,
         slots: 0,
         bytes: 0,
+        carry: 0,
         owed: 0,
     };
     // The front end's clock: the cycle each instruction is fetched in at
@@ -2325,6 +2346,7 @@ fn simulate_with<'a, const BIND: bool>(
                             0.0
                         },
                         fetch_line_cycles(m, shapes),
+                        m.dense_dispatch_cycles(slots, bytes),
                     ]
                     .into_iter()
                     .fold(0.0, f64::max);
@@ -2357,7 +2379,7 @@ fn simulate_with<'a, const BIND: bool>(
             // Fetched after a taken branch or from a later line, in a
             // later cycle.
             g.dyns[i].dispatch_stall.get_or_insert(fetch.why);
-            dispatch.next_cycle(width);
+            dispatch.next_cycle(width, if straddle { bytes_pc } else { 0 });
         }
         let mut slot;
         loop {
@@ -2373,8 +2395,13 @@ fn simulate_with<'a, const BIND: bool>(
                 || (first_in_cycle && dispatch.slots > 0)
             {
                 DispatchStall::Width
-            } else if dispatch.bytes + d_bytes > bytes_pc && dispatch.bytes > 0 {
+            } else if window_used(&dispatch, d_bytes) {
                 DispatchStall::FrontEnd
+            } else if dense_width > 0
+                && dispatch.slots + d_slots > dense_width
+                && dispatch.bytes + d_bytes < dense_bytes
+            {
+                DispatchStall::DenseCode
             } else {
                 slot = dispatch.slots;
                 if alone {
@@ -2391,8 +2418,9 @@ fn simulate_with<'a, const BIND: bool>(
                 dispatch.cycle = rob_free_at;
                 dispatch.slots = 0;
                 dispatch.bytes = 0;
+                dispatch.carry = 0;
             } else {
-                dispatch.next_cycle(width);
+                dispatch.next_cycle(width, if straddle { bytes_pc } else { 0 });
             }
         }
         let dc = dispatch.cycle;

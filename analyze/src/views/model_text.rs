@@ -33,6 +33,9 @@ fn stall_text(s: &Stall) -> String {
         Stall::FetchLine { line_bytes } => {
             format!("fetched from the next {line_bytes}-byte line (1/cycle)")
         }
+        Stall::DenseCode { width, bytes } => {
+            format!("dense code ({width}/cycle under {bytes} B)")
+        }
         Stall::RetireWidth { per_cycle } => format!("retire width ({per_cycle}/cycle)"),
         Stall::StoreCommit { per_cycle } => {
             format!("store commit ({per_cycle} line/cycle)")
@@ -59,6 +62,9 @@ pub fn render(a: &Analysis) -> String {
     };
     if b.fetch_lines > 0.0 {
         taken.push_str(&format!(", fetch lines {:.2}", b.fetch_lines));
+    }
+    if b.dense_code > 0.0 {
+        taken.push_str(&format!(", dense code {:.2}", b.dense_code));
     }
     let _ = writeln!(
         out,
