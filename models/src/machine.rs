@@ -124,15 +124,18 @@ pub struct Machine {
     #[serde(default)]
     pub ports_bound_at_dispatch: bool,
     /// An ALU µop that takes an input from a fresh one-cycle ALU µop (one
-    /// no ALU µop's result woke: ready when dispatched, or when a load's
-    /// value came), and issues within a cycle of that input's arrival,
+    /// no one-cycle ALU µop's result woke: ready when dispatched, or when
+    /// a load's or an `imul`'s value came), and issues within a cycle of
+    /// that input's arrival,
     /// costs two ALU slots. Zen 5, measured: `mov $1,%eax; add %r10d,%eax`
     /// 0.49 cycles a copy (three slots of six ALUs), 0.68 beside one
     /// `cmp`, 1.18 beside four; the producers first and their adds after
     /// them (two to twelve pairs) 1.5 to 1.2 slots an instruction; `mov
     /// (%rbx),%eax; and $0xc0,%eax; cmp $0x80,%eax` 0.49 (the cmp two
     /// slots); an add straight after a load or an imul one slot (`mov
-    /// (%rbx),%eax; add %r10d,%eax` beside four `cmp` 0.84).
+    /// (%rbx),%eax; add %r10d,%eax` beside four `cmp` 0.84); the second
+    /// of two dependent adds after an `imul` two (`imul $3,%ecx,%edx;
+    /// add; add` 0.70, one add 0.43, three 0.94-1.08).
     #[serde(default)]
     pub fresh_alu_forward_slot: bool,
     /// The ALU issue capacity, in slots (a slot: one ALU for a cycle), an

@@ -1385,6 +1385,9 @@ mod tests {
         // $0x7f,%ebx; test %r14b,%r14b 0.42, with mov %r14d,%ebx 0.33.
         assert!(close(cpi("4c 89 f3 83 e3 7f 45 84 f6", "zen5"), 3.0 / 7.0));
         assert!(close(cpi("44 89 f3 83 e3 7f 45 84 f6", "zen5"), 2.0 / 6.0));
+        // imul $3,%ecx,%edx; add $2,%edx; add $2,%edx: 0.70 (session 48):
+        // the add the imul woke is fresh, the second add two slots.
+        assert!(close(cpi("6b d1 03 83 c2 02 83 c2 02", "zen5"), 4.0 / 6.0));
     }
 
     #[test]

@@ -1308,9 +1308,9 @@ impl<'a> Graph<'a> {
     }
 
     /// When µop `u`'s last input from a fresh one-cycle ALU µop arrives,
-    /// if it has such an input: one no ALU µop's result woke, ready when
-    /// it was dispatched or when a load's value came (see
-    /// [`Machine::fresh_alu_forward_slot`]).
+    /// if it has such an input: one no one-cycle ALU µop's result woke,
+    /// ready when it was dispatched or when a load's or a multi-cycle
+    /// µop's (`imul`) value came (see [`Machine::fresh_alu_forward_slot`]).
     fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
         self.uops[u]
             .deps
@@ -1321,9 +1321,9 @@ impl<'a> Graph<'a> {
                 let mask = masks[pu.ports as usize];
                 mask != 0
                     && mask & !alu == 0
-                    && pu.latency == 1
+                    && (pu.latency == 1 || std::env::var("DCPI_V1").is_ok())
                     && !self
-                        .alu_producers(p, masks, alu)
+                        .alu_inputs(p, masks, alu)
                         .any(|q| q.complete == pu.ready)
             })
             .filter_map(|p| self.uops[p].complete())
