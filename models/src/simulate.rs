@@ -1321,7 +1321,7 @@ impl<'a> Graph<'a> {
                 let mask = masks[pu.ports as usize];
                 mask != 0
                     && mask & !alu == 0
-                    && (pu.latency == 1 || std::env::var("DCPI_V1").is_ok())
+                    && pu.latency == 1
                     && !self
                         .alu_inputs(p, masks, alu)
                         .any(|q| q.complete == pu.ready)
@@ -2221,6 +2221,8 @@ fn simulate_with<'a, const BIND: bool>(
     );
     let (dense_width, dense_bytes) = (m.dense_dispatch_width, m.dense_dispatch_bytes);
     let straddle = m.decode_bytes_straddle;
+    // The window whose overflow a cycle carries into the next (0: none).
+    let carried_window = if straddle { bytes_pc } else { 0 };
     // The cycle's fetch window has no room for an instruction of `bytes`.
     let window_used = |d: &DispatchState, bytes: u32| {
         if straddle {
@@ -2379,7 +2381,7 @@ fn simulate_with<'a, const BIND: bool>(
             // Fetched after a taken branch or from a later line, in a
             // later cycle.
             g.dyns[i].dispatch_stall.get_or_insert(fetch.why);
-            dispatch.next_cycle(width, if straddle { bytes_pc } else { 0 });
+            dispatch.next_cycle(width, carried_window);
         }
         let mut slot;
         loop {
@@ -2420,7 +2422,7 @@ fn simulate_with<'a, const BIND: bool>(
                 dispatch.bytes = 0;
                 dispatch.carry = 0;
             } else {
-                dispatch.next_cycle(width, if straddle { bytes_pc } else { 0 });
+                dispatch.next_cycle(width, carried_window);
             }
         }
         let dc = dispatch.cycle;
