@@ -133,15 +133,40 @@ impl CoreShareProbe {
     }
 }
 
-/// The idle core's probe rate, adds per TSC tick: the model's cycles per
-/// trip of the probe loop on `machine`, at `clock` (the run's calibrated,
-/// fastest clock). A run's share is its mean rate over this.
+/// The idle core's probe rate, adds per TSC tick: [`idle_cycles_per_pass`]
+/// on `machine`, at `clock` (the run's calibrated, fastest clock). A run's
+/// share is its mean rate over this.
 pub fn idle_rate(
     machine: &dcpi_models::machine::Machine,
     clock: &dcpi_models::core_clock::CoreClock,
 ) -> Option<f64> {
-    let cycles = model_cycles_per_pass(machine)?;
+    let cycles = idle_cycles_per_pass(machine)?;
     (clock.ticks_per_cycle > 0.0).then(|| ADDS_PER_PASS / cycles / clock.ticks_per_cycle)
+}
+
+/// Cycles per trip of the probe loop on an idle core of `machine`: the
+/// description's measured figure (`core_probe_cycles`, Zen 5), else the
+/// pipeline model's.
+pub fn idle_cycles_per_pass(machine: &dcpi_models::machine::Machine) -> Option<f64> {
+    match machine.core_probe_cycles {
+        c if c > 0.0 => Some(c),
+        _ => model_cycles_per_pass(machine),
+    }
+}
+
+/// Cycles per trip of the probe loop measured here, pinned to `cpu`: the
+/// best of `tries` probes at `ticks_per_cycle` (`dcpi calibrate`'s figure
+/// for [`dcpi_models::machine::Machine::core_probe_cycles`]). None when
+/// the thread cannot be pinned or the clock is unknown.
+#[cfg(target_arch = "x86_64")]
+pub fn measure_cycles_per_pass(cpu: u32, ticks_per_cycle: f64, tries: u32) -> Option<f64> {
+    if ticks_per_cycle <= 0.0 || !pin(cpu) {
+        return None;
+    }
+    let best = (0..tries.max(1))
+        .map(|_| probe_once(PASSES))
+        .min()?;
+    Some(best as f64 / ticks_per_cycle / PASSES as f64)
 }
 
 /// Cycles per trip of the probe loop on `machine`, by the pipeline model.
@@ -183,6 +208,17 @@ mod tests {
         let zen4 = dcpi_models::machine::Machine::by_name("zen4").unwrap();
         let c = model_cycles_per_pass(&zen4).unwrap();
         assert!((c - 2.25).abs() < 0.01, "{c}");
+    }
+
+    #[test]
+    fn a_measured_idle_figure_overrides_the_model() {
+        // Zen 5: the model says 2.00 cycles a trip, an idle core runs 2.21.
+        let zen5 = dcpi_models::machine::Machine::by_name("zen5").unwrap();
+        let model = model_cycles_per_pass(&zen5).unwrap();
+        assert!((model - 2.0).abs() < 0.01, "{model}");
+        assert_eq!(idle_cycles_per_pass(&zen5), Some(2.21));
+        let zen4 = dcpi_models::machine::Machine::by_name("zen4").unwrap();
+        assert_eq!(idle_cycles_per_pass(&zen4), model_cycles_per_pass(&zen4));
     }
 
     #[test]

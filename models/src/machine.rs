@@ -274,6 +274,15 @@ pub struct Machine {
     /// the wrong path, before the branch resolves.
     #[serde(default)]
     pub refetch_cycles: u32,
+    /// Cycles a trip of the collector's core-share probe loop (eight
+    /// `add $1` over four registers, `dec; jne`) takes on an idle core,
+    /// measured (0: the model's figure for the loop). The collector divides
+    /// what the probe reads during a run by this to tell how much of its
+    /// core the command had, so a model a few per cent fast on that one
+    /// loop would read every run on the machine as sharing its core. Zen 5,
+    /// measured (`dcpi calibrate`): 2.21 cycles a trip, the model 2.00.
+    #[serde(default)]
+    pub core_probe_cycles: f64,
     /// Taken branches the front end follows a cycle (0: no limit). The
     /// instructions after them are fetched in a later cycle, however wide
     /// dispatch is. Zen 4, measured (`add; cmp; jne` 1.01-1.08 cycles a

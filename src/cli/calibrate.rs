@@ -26,6 +26,32 @@ pub struct CalibrateArgs {
     pub format: Format,
 }
 
+/// The collector's core-share probe loop: cycles a trip on an idle core,
+/// measured here and as the collector takes it.
+#[derive(serde::Serialize)]
+struct CoreProbeCheck {
+    measured_cycles: Option<f64>,
+    /// What the collector divides by: the description's measured figure,
+    /// else the model's.
+    description_cycles: Option<f64>,
+    model_cycles: Option<f64>,
+}
+
+impl CoreProbeCheck {
+    /// Off by more than 3 %: every run's core share would be off as much.
+    fn disagrees(&self) -> bool {
+        matches!((self.measured_cycles, self.description_cycles),
+            (Some(m), Some(d)) if (m - d).abs() > 0.03 * d)
+    }
+}
+
+#[derive(serde::Serialize)]
+struct CalibrationOut<'a> {
+    #[serde(flatten)]
+    calibration: &'a dcpi_models::calibrate::Calibration,
+    core_probe: &'a CoreProbeCheck,
+}
+
 fn opt(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
 }
@@ -49,8 +75,25 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
             path.display()
         );
     }
+    // The collector's core-share probe loop, timed here beside what the
+    // collector divides its readings by.
+    let probe = CoreProbeCheck {
+        description_cycles: dcpi_collect::core_share::idle_cycles_per_pass(&machine),
+        model_cycles: dcpi_collect::core_share::model_cycles_per_pass(&machine),
+        measured_cycles: dcpi_collect::core_share::measure_cycles_per_pass(
+            a.on_cpu as u32,
+            cal.ticks_per_cycle,
+            200,
+        ),
+    };
     match a.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&cal)?),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&CalibrationOut {
+                calibration: &cal,
+                core_probe: &probe,
+            })?
+        ),
         Format::Text => {
             let mut out = String::new();
             let _ = writeln!(
@@ -92,6 +135,15 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<i32> {
                     if m.disagrees { "  <- disagrees" } else { "" }
                 );
             }
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "core-share probe (core_probe_cycles): {} cycles a trip measured on an idle core, {} used by the collector (the model's {}){}",
+                opt(probe.measured_cycles),
+                opt(probe.description_cycles),
+                opt(probe.model_cycles),
+                if probe.disagrees() { "  <- disagrees" } else { "" }
+            );
             print!("{out}");
         }
     }
