@@ -368,6 +368,28 @@ fn accuracy_over_every_recorded_set() {
     assert!(all <= 0.15, "mean |ln e| over every set {all}");
 }
 
+/// The three Zen 5 recordings (session 49, the host's own; core shares
+/// 0.98-1.03): the analyzer's weakest sets, mean |ln error| 0.272 / 0.238 /
+/// 0.255 over the five workloads (hashtab's calls +64..+74 %, msort's
+/// merge +19..+23 %, kernels' interp +20..+76 %: rules shaped on Zen 4
+/// that lean on the wider core's throughput). A guard against losing more.
+#[test]
+fn accuracy_on_the_zen5_recordings() {
+    let names = ["kernels", "btree", "hashtab", "codec", "msort"];
+    for set in ["zen5-5k-a/", "zen5-5k-b/", "zen5-5k-c/"] {
+        let mean = names
+            .iter()
+            .map(|name| {
+                accuracy_of(set, name)["estimators"][0]["mean_log_error"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .sum::<f64>()
+            / names.len() as f64;
+        assert!(mean <= 0.3, "set {set}: mean |ln e| {mean}");
+    }
+}
+
 /// A loop path's model runs a straight-line leaf callee where its call is
 /// (msort's `compare`, hashtab's `hash`), and only such a callee: one with
 /// a branch (btree's `find_index`) or a PLT stub stays opaque.

@@ -163,9 +163,7 @@ pub fn measure_cycles_per_pass(cpu: u32, ticks_per_cycle: f64, tries: u32) -> Op
     if ticks_per_cycle <= 0.0 || !pin(cpu) {
         return None;
     }
-    let best = (0..tries.max(1))
-        .map(|_| probe_once(PASSES))
-        .min()?;
+    let best = (0..tries.max(1)).map(|_| probe_once(PASSES)).min()?;
     Some(best as f64 / ticks_per_cycle / PASSES as f64)
 }
 
