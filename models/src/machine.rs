@@ -290,6 +290,19 @@ pub struct Machine {
     /// 3.20, 4.04 cycles; through `jmp *%rdx` the same as direct).
     #[serde(default)]
     pub taken_branches_per_cycle: u32,
+    /// Cycles a call and its return add to the trip of a loop that calls
+    /// a leaf, beyond the loop's own (0: not measured, no such cost): the
+    /// front end's redirects to the callee and back through the return
+    /// stack, which the taken-branch limit alone does not account for.
+    /// Zen 5, measured (`datasets/models/call_return.c`): `call leaf; dec;
+    /// jnz` with the leaf a bare `ret` 4.0 cycles a trip where the loop
+    /// alone takes 1.0 (a `jmp` in its place 1.0, two 1.5); with the leaf
+    /// msort's `compare` (six instructions, a 4-cycle chain) 4.0 too. A
+    /// leaf called from a loop runs no faster than this, whatever its
+    /// throughput bound says (the top of a straight leaf's range in the
+    /// analyzer).
+    #[serde(default)]
+    pub call_return_cycles: f64,
     /// Bytes of the aligned line the front end fetches from in a cycle (0:
     /// no such limit). An instruction whose bytes reach into a line other
     /// than the one being fetched waits for that line's cycle, so a loop
