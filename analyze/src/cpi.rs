@@ -313,7 +313,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
         if straight_leaf(code) {
             // Called from a loop, a leaf runs no faster than its call and
             // return let it: the top of its range is at least that.
-            m.low = m.low.max(machine.call_return_cycles.min(m.cycles));
+            m.low = m.low.max(machine.leaf_call_cycles().min(m.cycles));
         }
     }
     m
@@ -346,18 +346,20 @@ fn leaf_result_unwaited(code: &FunctionCode) -> bool {
 /// Whether `code` is a straight-line leaf: one block, no call.
 ///
 /// Its throughput (the top of its range as a straight block, or where it
-/// runs when its callers never wait on it) is at least the machine's
-/// `call_return_cycles`: on Zen 5 a call and its return add 3 cycles to a
-/// loop's trip (measured, `datasets/models/call_return.c`), where the
-/// leaf's own dispatch and ports bound it at 1.0 (msort's `compare`) or
-/// 1.4 (hashtab's `next_key`). Its estimates leaned towards that top:
-/// msort's `compare` +19 %, every block of `merge` with it (the Zen 5
-/// sets' scale 0.81-0.84), hashtab's calls +64-74 %. Over the three Zen 5
-/// sets' 15 core cells mean |ln e| 0.250 -> 0.172, unscaled ±10 %
-/// 33.3 -> 57.9 %, scaled 67.1 -> 64.3 % (btree's `insert_rec`, which
-/// follows `next_random`'s count through `main`'s branch, fell lower).
-/// Not set for the other machines: not measured there, and 3 cycles taken
-/// on the Zen 4 sets cost hashtab 0.12 -> 0.19.
+/// runs when its callers never wait on it) is at least what a call's round
+/// trip leaves on its own instructions, the machine's `leaf_call_cycles`:
+/// on Zen 5 a call and its return add 3 cycles to a loop's trip
+/// (`datasets/models/call_return.c`), 2.3 of them sampled on the leaf's
+/// instructions past its entry (`datasets/skid/call-return-zen5.md`),
+/// where the leaf's own dispatch and ports bound it at 1.0 (msort's
+/// `compare`) or 1.4 (hashtab's `next_key`). Its estimates leaned towards
+/// that top: msort's `compare` +19 %, every block of `merge` with it (the
+/// Zen 5 sets' scale 0.81-0.84), hashtab's calls +64-74 %. Over the three
+/// Zen 5 sets' 15 core cells mean |ln e| 0.250 -> 0.156, unscaled ±10 %
+/// 33.3 -> 64.8 %, scaled 67.1 -> 71.1 % (the whole round trip's 3
+/// cycles: 0.166 / 53.7 / 67.6 %, hashtab's calls then -16..-21 %). Not
+/// set for the other machines: not measured there, and 3 cycles taken on
+/// the Zen 4 sets cost hashtab 0.12 -> 0.19.
 fn straight_leaf(code: &FunctionCode) -> bool {
     code.cfg.blocks.len() == 1 && !code.cfg.insns.iter().any(crate::disasm::is_call)
 }

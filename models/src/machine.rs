@@ -303,6 +303,17 @@ pub struct Machine {
     /// analyzer).
     #[serde(default)]
     pub call_return_cycles: f64,
+    /// Cycles of timer samples a call's round trip leaves on the leaf's
+    /// own instructions, past its entry and before its return (samples on
+    /// the entry go to the caller's call, those on the return address to
+    /// the leaf's `ret`), where the round trip bounds the loop (0: all of
+    /// `call_return_cycles`). What the analyzer takes for the fastest a
+    /// leaf's own samples can say it ran. Zen 5, measured
+    /// (`datasets/skid/call-return-zen5.md`): msort's `compare` called back
+    /// to back, 4.0 cycles a trip, 57 % of the trip's samples on `cmp`
+    /// through `sub`: 2.27-2.29 cycles a call.
+    #[serde(default)]
+    pub leaf_call_cycles: f64,
     /// Bytes of the aligned line the front end fetches from in a cycle (0:
     /// no such limit). An instruction whose bytes reach into a line other
     /// than the one being fetched waits for that line's cycle, so a loop
@@ -569,6 +580,17 @@ impl Machine {
                 self.complex_address_latency
             }
             _ => 0,
+        }
+    }
+
+    /// Cycles of timer samples a call's round trip leaves on a leaf's own
+    /// instructions ([`Machine::leaf_call_cycles`], else the whole round
+    /// trip's `call_return_cycles`).
+    pub fn leaf_call_cycles(&self) -> f64 {
+        if self.leaf_call_cycles > 0.0 {
+            self.leaf_call_cycles
+        } else {
+            self.call_return_cycles
         }
     }
 
