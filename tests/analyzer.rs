@@ -386,7 +386,22 @@ fn accuracy_on_the_zen5_recordings() {
             })
             .sum::<f64>()
             / names.len() as f64;
-        assert!(mean <= 0.3, "set {set}: mean |ln e| {mean}");
+        assert!(mean <= 0.22, "set {set}: mean |ln e| {mean}");
+    }
+}
+
+/// A leaf called from a loop runs no faster than a call's round trip lets
+/// it: on Zen 5 its top was its dispatch bound (1.0 cycle for msort's
+/// `compare`, six instructions) and its estimate leaned +19-24 % high on
+/// the three recordings, every block of `merge` with it; with the round
+/// trip's sampled share (`leaf_call_cycles`, 2.3) it reads 1.05-1.08x.
+/// Truth: 98.2 M calls a run (callgrind), four runs.
+#[test]
+fn a_leafs_top_is_a_calls_round_trip() {
+    for set in ["zen5-5k-a", "zen5-5k-b", "zen5-5k-c"] {
+        let r = runs_cpi(set, "msort", "compare");
+        let x = r.over("0x1360", 98.18e6);
+        assert!(x > 0.9 && x < 1.12, "{set}: compare at {x:.3}x its calls");
     }
 }
 

@@ -310,7 +310,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
             m.cycles = chain;
             m.bottleneck = format!("dependency chain of one pass ({chain:.0} cycles)");
         }
-        if straight_leaf(code) {
+        if one_block_leaf(code) {
             // Called from a loop, a leaf runs no faster than its call and
             // return let it: the top of its range is at least that.
             m.low = m.low.max(machine.leaf_call_cycles().min(m.cycles));
@@ -340,7 +340,7 @@ fn model_block(code: &FunctionCode, b: usize, machine: &Machine) -> BlockModel {
 /// the functions analyzed with it, none of which waits on its result.
 fn leaf_result_unwaited(code: &FunctionCode) -> bool {
     let (sites, deciding) = code.result_sites;
-    sites > 0 && deciding == 0 && straight_leaf(code)
+    sites > 0 && deciding == 0 && one_block_leaf(code)
 }
 
 /// Whether `code` is a straight-line leaf: one block, no call.
@@ -360,7 +360,7 @@ fn leaf_result_unwaited(code: &FunctionCode) -> bool {
 /// cycles: 0.166 / 53.7 / 67.6 %, hashtab's calls then -16..-21 %). Not
 /// set for the other machines: not measured there, and 3 cycles taken on
 /// the Zen 4 sets cost hashtab 0.12 -> 0.19.
-fn straight_leaf(code: &FunctionCode) -> bool {
+fn one_block_leaf(code: &FunctionCode) -> bool {
     code.cfg.blocks.len() == 1 && !code.cfg.insns.iter().any(crate::disasm::is_call)
 }
 
