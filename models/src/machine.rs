@@ -299,8 +299,11 @@ pub struct Machine {
     /// alone takes 1.0 (a `jmp` in its place 1.0, two 1.5); with the leaf
     /// msort's `compare` (six instructions, a 4-cycle chain) 4.0 too. A
     /// leaf called from a loop runs no faster than this, whatever its
-    /// throughput bound says (the top of a straight leaf's range in the
-    /// analyzer).
+    /// throughput bound says; the analyzer takes the share of it the
+    /// leaf's own samples show ([`Machine::leaf_call_cycles`]). Not in the
+    /// pipeline model's fetch: there (a wait after each `call`) the loop
+    /// paths that run a leaf inline read slower than their samples say
+    /// (session 51, BENCHMARKS.md).
     #[serde(default)]
     pub call_return_cycles: f64,
     /// Cycles of timer samples a call's round trip leaves on the leaf's
