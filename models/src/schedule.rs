@@ -1390,13 +1390,14 @@ mod tests {
         assert!(close(cpi("6b d1 03 83 c2 02 83 c2 02", "zen5"), 4.0 / 6.0));
     }
 
-    /// A loop of `k` never-taken fused `cmp %eax,%eax; jne` and a closing
-    /// `dec %rcx; jnz` back to its start.
-    fn branch_loop(k: usize) -> String {
+    /// A loop of `k` never-taken fused `cmp %eax,%eax; jne`, then `body`,
+    /// and a closing `dec %rcx; jnz` back to its start.
+    fn branch_loop(k: usize, body: &[u8]) -> String {
         let mut b: Vec<u8> = Vec::new();
         for _ in 0..k {
             b.extend([0x39, 0xc0, 0x0f, 0x85, 0x00, 0x01, 0x00, 0x00]);
         }
+        b.extend(body);
         b.extend([0x48, 0xff, 0xc9]);
         b.extend([0x75, (-(b.len() as i64 + 2)) as u8]);
         b.iter().map(|x| format!("{x:02x} ")).collect()
@@ -1407,7 +1408,7 @@ mod tests {
         // Measured on a Zen 5 host (session 52, datasets/models/branch_pipes.c):
         // 6 / 9 / 12 branches a trip 2.00 / 3.00 / 4.00 cycles.
         for (k, cycles) in [(5, 2.0), (8, 3.0), (11, 4.0)] {
-            let a = run(&branch_loop(k), "zen5", RepeatMode::Loop);
+            let a = run(&branch_loop(k, &[]), "zen5", RepeatMode::Loop);
             assert!(
                 close(a.cycles_per_iteration, cycles),
                 "{k}: {}",
@@ -1416,9 +1417,11 @@ mod tests {
         }
         // Beside shifts they share three pipes: 3 branches and 6 `shl $1`
         // on independent registers 3.00 cycles (9 / 3), not 2.00.
-        let mut shl = branch_loop(2);
-        shl.insert_str(2 * 8 * 3, "d1 e2 d1 e6 d1 e7 41 d1 e0 41 d1 e1 41 d1 e2 ");
-        let a = run(&shl, "zen5", RepeatMode::Loop);
+        let shl = [
+            0xd1, 0xe2, 0xd1, 0xe6, 0xd1, 0xe7, 0x41, 0xd1, 0xe0, 0x41, 0xd1, 0xe1, 0x41, 0xd1,
+            0xe2,
+        ];
+        let a = run(&branch_loop(2, &shl), "zen5", RepeatMode::Loop);
         assert!(
             close(a.cycles_per_iteration, 3.0),
             "{}",
