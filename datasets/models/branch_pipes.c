@@ -55,7 +55,8 @@
 #define NONE "%%edx"
 #define R6 "%%edx,%%esi,%%edi,%%r8d,%%r9d,%%r10d"
 #define R9 "%%edx,%%esi,%%edi,%%r8d,%%r9d,%%r10d,%%r11d,%%ebx,%%r12d"
-/* `nop` ignores its register: branches alone. */
+/* Branches alone: `nop` ignores its register (one nop a trip, which
+ * executes nothing; the same loops without it read the same cycles). */
 MIX(b1, 1, "nop", NONE)
 MIX(b2, 2, "nop", NONE)
 MIX(b3, 3, "nop", NONE)
