@@ -2232,10 +2232,11 @@ fn simulate_with<'a, const BIND: bool>(
         }
     };
     let total = iterations * n;
-    let nports = m.ports().len().max(1);
-    let [mut port_load, mut masks, spare, chain_complete, chain_retire] =
+    let [spare_load, mut masks, spare, chain_complete, chain_retire] =
         std::mem::take(&mut g.scratch);
-    port_load.resize(nports, 0);
+    // Work issued to each port so far (a machine has at most 64 ports:
+    // a fixed array, indexed without bounds checks by a port's bit).
+    let mut port_load = [0u64; 64];
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
     masks.extend_from_slice(m.port_set_masks());
@@ -2627,7 +2628,7 @@ fn simulate_with<'a, const BIND: bool>(
     let measured = steady.fallback(measured);
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
     BINDER.with(|c| *c.borrow_mut() = binder);
-    g.scratch = [port_load, masks, spare, chain_complete, chain_retire];
+    g.scratch = [spare_load, masks, spare, chain_complete, chain_retire];
     SimResult {
         ports: ports.filter(|_| g.template.is_some()),
         graph: g,
@@ -2648,14 +2649,18 @@ fn load_banks(a: &crate::classify::MemAddr) -> u16 {
 
 /// The port of `mask` (not empty) with the least work issued to it so far,
 /// the lowest on a tie.
-fn least_used(mask: u64, load: &[u64]) -> usize {
-    let mut port = mask.trailing_zeros() as usize;
+fn least_used(mask: u64, load: &[u64; 64]) -> usize {
+    let mut port = mask.trailing_zeros() as usize & 63;
+    let mut least = load[port];
     let mut candidates = mask & (mask - 1);
+    // Without branches on the loads (which port wins is data, and a
+    // mispredicted compare cost more than the loop).
     while candidates != 0 {
-        let p = candidates.trailing_zeros() as usize;
-        if load[p] < load[port] {
-            port = p;
-        }
+        let p = candidates.trailing_zeros() as usize & 63;
+        let l = load[p];
+        let better = l < least;
+        port = if better { p } else { port };
+        least = if better { l } else { least };
         candidates &= candidates - 1;
     }
     port
