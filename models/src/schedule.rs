@@ -1404,6 +1404,31 @@ mod tests {
     }
 
     #[test]
+    fn a_load_finds_the_store_of_the_iteration_before_from_the_third_on() {
+        // mov 0x38(%rdi),%rdi; movdqu 0x10(%rdi),%xmm0; movdqu 0x20(%rbp),%xmm2;
+        // movups %xmm2,0x10(%rdi); mov %rbx,%rdi. The first iteration's
+        // pointer comes from the entry's rdi, every later one's from rbx:
+        // the second iteration's load misses the first's store, the third's
+        // finds the second's and waits for its data. Taking the second
+        // iteration as the template (the builder's state repeats there,
+        // stores aside) lost the forwarding (python3.11's block at 0x58cee6
+        // on five descriptions).
+        let a = run(
+            "48 8b 7f 38 f3 0f 6f 47 10 f3 0f 6f 55 20 0f 11 57 10 48 89 df",
+            "skylake",
+            RepeatMode::Unrolled,
+        );
+        assert!(
+            a.insns[1]
+                .stalls
+                .iter()
+                .any(|s| matches!(s, Stall::StoreForward { store: 3, .. })),
+            "{:?}",
+            a.insns[1]
+        );
+    }
+
+    #[test]
     fn zen5_executes_three_branches_a_cycle_on_its_shift_pipes() {
         // Measured on a Zen 5 host (session 52, datasets/models/branch_pipes.c):
         // 6 / 9 / 12 branches a trip 2.00 / 3.00 / 4.00 cycles.

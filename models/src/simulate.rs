@@ -728,9 +728,12 @@ impl<'a> Graph<'a> {
                 if self.have_last_state {
                     // How far back a producer may point: not into the first iteration.
                     let reach = self.uops.len() as i64 - self.uop_start[1] as i64;
-                    if self.repeats_previous(k)
-                        && Self::state_repeats(&self.last_state, &state, reach)
-                    {
+                    let repeats = if k == 1 {
+                        self.first_repeats()
+                    } else {
+                        self.repeats_previous(k)
+                    };
+                    if repeats && Self::state_repeats(&self.last_state, &state, reach) {
                         self.template = Some(k);
                     }
                 }
@@ -785,6 +788,28 @@ impl<'a> Graph<'a> {
         (u0..u1).all(|u| same_uop(&self.uops[u as usize], &self.uops[(u + du) as usize]))
             && (d0..d1).all(same_dep)
             && ((k - 1) * n as usize..k * n as usize).all(same_dyn)
+    }
+
+    /// Whether the second iteration (k = 1) is already the template: the
+    /// third, built from the state after the second, will be the second
+    /// shifted when that state is the one after the first moved on (checked
+    /// by [`Graph::state_repeats`]) and nothing else the builder reads
+    /// differs — no stores, or no loads (a load may find the first
+    /// iteration's stores, whose addresses are keyed apart, where the
+    /// second's loads find the second's), and the same slots in both iterations
+    /// (an instruction fuses with the one before it, across the iteration's
+    /// start too: a lone `nop` alternates). The first iteration's µops
+    /// differ only in inputs that had no producer. One iteration fewer
+    /// built from the instructions for most blocks without stores.
+    fn first_repeats(&self) -> bool {
+        let n = self.shapes.len();
+        (self.shapes.iter().all(|sh| sh.store.is_none())
+            || self.shapes.iter().all(|sh| sh.load.is_none()))
+            && self.dyns.len() == 2 * n
+            && (0..n).all(|s| {
+                let (a, b) = (&self.dyns[s], &self.dyns[s + n]);
+                a.slots == b.slots && a.uops.end - a.uops.start == b.uops.end - b.uops.start
+            })
     }
 
     /// Whether the builder's state after iteration k (`now`) is the one after
