@@ -409,7 +409,7 @@ pub(crate) struct Graph<'a> {
     /// (filled by [`simulate`]).
     pub head: Vec<u64>,
     /// Scratch of [`simulate`] and [`chain_rate`], kept for the next graph.
-    scratch: [Vec<u64>; 5],
+    scratch: [Vec<u64>; 4],
 }
 
 /// What decides the next iterations' inputs: each register's producer and
@@ -450,7 +450,7 @@ struct GraphArrays {
     stores: VecDeque<StoreRec>,
     states: [BuilderState; 2],
     head: Vec<u64>,
-    scratch: [Vec<u64>; 5],
+    scratch: [Vec<u64>; 4],
 }
 
 impl GraphArrays {
@@ -2257,8 +2257,7 @@ fn simulate_with<'a, const BIND: bool>(
         }
     };
     let total = iterations * n;
-    let [spare_load, mut masks, spare, chain_complete, chain_retire] =
-        std::mem::take(&mut g.scratch);
+    let [mut masks, spare, chain_complete, chain_retire] = std::mem::take(&mut g.scratch);
     // Work issued to each port so far (a machine has at most 64 ports:
     // a fixed array, indexed without bounds checks by a port's bit).
     let mut port_load = [0u64; 64];
@@ -2653,7 +2652,7 @@ fn simulate_with<'a, const BIND: bool>(
     let measured = steady.fallback(measured);
     CALENDAR.with(|c| *c.borrow_mut() = calendar);
     BINDER.with(|c| *c.borrow_mut() = binder);
-    g.scratch = [spare_load, masks, spare, chain_complete, chain_retire];
+    g.scratch = [masks, spare, chain_complete, chain_retire];
     SimResult {
         ports: ports.filter(|_| g.template.is_some()),
         graph: g,
@@ -2730,7 +2729,7 @@ pub(crate) fn chain_rate_unsimulated(g: &mut Graph) -> Option<f64> {
     if g.dyns[first(t)..first(t) + n].iter().all(|d| d.slots == 0) {
         return None;
     }
-    let [load, masks, mut seen, mut path, mut cycles] = std::mem::take(&mut g.scratch);
+    let [masks, mut seen, mut path, mut cycles] = std::mem::take(&mut g.scratch);
     // Longest latency path through every µop up to the template's.
     path.clear();
     let mut reach = 0;
@@ -2782,7 +2781,7 @@ pub(crate) fn chain_rate_unsimulated(g: &mut Graph) -> Option<f64> {
             used += d.slots;
         }
     }
-    g.scratch = [load, masks, seen, path, cycles];
+    g.scratch = [masks, seen, path, cycles];
     rate
 }
 
@@ -2793,10 +2792,10 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
     let n = g.shapes.len();
     let width: u32 = 2 * g.costs.iter().map(|c| c.slots + 1).sum::<u32>();
     let rob_cap = 64 * n.max(1);
-    let mut complete = std::mem::take(&mut g.scratch[3]);
+    let mut complete = std::mem::take(&mut g.scratch[2]);
     complete.clear();
     complete.resize(g.uops.len(), 0);
-    let mut retire = std::mem::take(&mut g.scratch[4]);
+    let mut retire = std::mem::take(&mut g.scratch[3]);
     retire.clear();
     let mut steady = Steady::new(stop_early);
     let (mut cycle, mut slots) = (0u64, 0u32);
@@ -2837,8 +2836,8 @@ pub(crate) fn chain_rate(g: &mut Graph, iterations: usize, stop_early: bool) -> 
         }
     }
     let measured = steady.fallback(measured.unwrap_or(iterations / 2..iterations));
-    g.scratch[3] = complete;
-    g.scratch[4] = retire;
+    g.scratch[2] = complete;
+    g.scratch[3] = retire;
     if measured.is_empty() || measured.start == 0 || measured.end > steady.len() {
         return None;
     }
