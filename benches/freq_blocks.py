@@ -55,6 +55,20 @@ def recorded_cells(dcpi, names, data):
             ).stdout
             yield name, s, json.loads(out)["functions"], {a: n * runs for a, n in truth.items()}
 
+def cell_args(argv, flag, default, names, usage):
+    """The command line of a script over `recorded_cells`: `[FLAG N] [DCPI]
+    [NAME,NAME...]` as (N, the dcpi binary, the workload names), `default`
+    and `names` where not given; exits with `usage` on an unknown option."""
+    import os, sys
+    value = default
+    if argv[:1] == [flag]:
+        value, argv = float(argv[1]), argv[2:]
+    if argv and argv[0].startswith("-"):
+        sys.exit(usage)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dcpi = argv[0] if argv else os.path.join(root, "target/release/dcpi")
+    return value, dcpi, argv[1].split(",") if len(argv) > 1 else names
+
 def profile_runs(arg, image):
     import os, sqlite3
     if arg is None:

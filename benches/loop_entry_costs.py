@@ -100,14 +100,7 @@ def loop_costs(f, truth):
 
 
 def main():
-    args = sys.argv[1:]
-    most = 100.0
-    if args[:1] == ["--max-trips"]:
-        most, args = float(args[1]), args[2:]
-    if args and args[0].startswith("-"):
-        sys.exit(__doc__)
-    dcpi = args[0] if args else os.path.join(ROOT, "target/release/dcpi")
-    names = args[1].split(",") if len(args) > 1 else NAMES
+    most, dcpi, names = freq_blocks.cell_args(sys.argv[1:], "--max-trips", 100.0, NAMES, __doc__)
     rows = {}
     for name, s, functions, truth in freq_blocks.recorded_cells(dcpi, names, DATA):
         for f in functions:

@@ -29,14 +29,7 @@ NAMES = ["kernels", "btree", "hashtab", "codec", "msort", "textproc", "numeric",
 
 
 def main():
-    args = sys.argv[1:]
-    least = 30.0
-    if args[:1] == ["--min"]:
-        least, args = float(args[1]), args[2:]
-    if args and args[0].startswith("-"):
-        sys.exit(__doc__)
-    dcpi = args[0] if args else os.path.join(ROOT, "target/release/dcpi")
-    names = args[1].split(",") if len(args) > 1 else NAMES
+    least, dcpi, names = freq_blocks.cell_args(sys.argv[1:], "--min", 30.0, NAMES, __doc__)
     rows = {}
     for name, s, functions, truth in freq_blocks.recorded_cells(dcpi, names, DATA):
         for f in functions:
