@@ -23,55 +23,20 @@ Make the profile with, e.g.:
 """
 import collections
 import os
-import re
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from callgrind_file import records  # noqa: E402
 
 
 def parse(path):
-    """Per instruction address: (file, line, function) and its own Ir."""
-    names = {}
-    cur_file = cur_fn = None
-    addr = line = 0
-    skip_next = False
+    """Per instruction address: its own Ir, and (file, line, function)."""
     cost = collections.Counter()
     where = {}
-
-    def value(tok, prev):
-        if tok == "*":
-            return prev
-        if tok[0] in "+-":
-            return prev + int(tok, 0)
-        return int(tok, 0)
-
-    with open(path) as f:
-        for raw in f:
-            text = raw.rstrip("\n")
-            m = re.match(r"^(fl|fi|fe|fn|cfi|cfl|cfn|ob|cob)=\((\d+)\)(?: (.*))?$", text)
-            if m:
-                key, idx, name = m.groups()
-                kind = {"fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl", "cfn": "fn"}.get(key, key)
-                if name:
-                    names[(kind, idx)] = name
-                if key in ("fl", "fi", "fe"):
-                    cur_file = names.get(("fl", idx), idx)
-                elif key == "fn":
-                    cur_fn = names.get(("fn", idx), idx)
-                continue
-            if text.startswith("calls="):
-                # The next cost line is the call's inclusive cost.
-                skip_next = True
-                continue
-            if not text or not (text[0].isdigit() or text[0] in "+-*"):
-                continue
-            parts = text.split()
-            if len(parts) < 3:
-                continue
-            addr, line = value(parts[0], addr), value(parts[1], line)
-            if skip_next:
-                skip_next = False
-                continue
-            cost[addr] += int(parts[2])
-            where[addr] = (cur_file, line, cur_fn)
+    for _, fl, fn, addr, line, ir in records(path):
+        cost[addr] += ir
+        where[addr] = (fl, line, fn)
     return cost, where
 
 

@@ -5,29 +5,19 @@ Usage: freq_blocks.py ALL.json CALLGRIND.OUT IMAGE_PATH [PROFILE.db | RUNS]
 callgrind counts one run; a profile may hold several runs of the image
 (the zen3 set: 4), so its counts are multiplied by the number of processes
 that ran IMAGE_PATH in PROFILE.db (as `dcpi accuracy` does), or by RUNS."""
-import json, re, sys
+import json, os, sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from callgrind_file import records  # noqa: E402
+
 def truth_counts(path, image):
-    truth = defaultdict(int); names = {}; ob = None; pos = [0, 0]; skip = False
-    for line in open(path):
-        line = line.rstrip('\n')
-        m = re.match(r'(c?ob)=\((\d+)\)\s*(.*)', line)
-        if m:
-            if m.group(3): names[m.group(2)] = m.group(3)
-            if m.group(1) == 'ob': ob = names[m.group(2)]
-            continue
-        if line.startswith('calls='): skip = True; continue
-        if not line or not (line[0].isdigit() or line[0] in '+-*'): continue
-        t = line.split()
-        for k in range(2):
-            x = t[k]
-            if x == '*': pass
-            elif x[0] == '+': pos[k] += int(x[1:], 0)
-            elif x[0] == '-': pos[k] -= int(x[1:], 0)
-            else: pos[k] = int(x, 0)
-        if skip: skip = False; continue
-        if ob == image: truth[pos[0]] += int(t[2])
+    """callgrind's exact execution counts by address in `image` (its path
+    as callgrind recorded it)."""
+    truth = defaultdict(int)
+    for ob, _, _, addr, _, cost in records(path):
+        if ob == image:
+            truth[addr] += cost
     return truth
 
 def recorded_cells(dcpi, names, data):
@@ -82,6 +72,8 @@ def profile_runs(arg, image):
     return max(1, n or 1)
 
 def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
     d = json.load(open(sys.argv[1]))
     truth = truth_counts(sys.argv[2], sys.argv[3])
     runs = profile_runs(sys.argv[4] if len(sys.argv) > 4 else None, sys.argv[3])
