@@ -13,7 +13,8 @@ them without a line, ~40 in bounds checks: BENCHMARKS.md).
 Usage: benches/callgrind_lines.py CALLGRIND_OUT FUNCTION [--per N] [--top K]
   FUNCTION: the demangled name as callgrind prints it, e.g.
     dcpi_models::simulate::simulate
-  --per N: also print each line's count divided by N (e.g. the µops run)
+  --per N: print each line's count divided by N (e.g. the µops run)
+    instead of its share of the function
   --top K: lines printed (default 40)
 
 Make the profile with, e.g.:
@@ -30,16 +31,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from callgrind_file import records  # noqa: E402
 
 
-def parse(path):
-    """Per instruction address: its own Ir, and (file, line, function)."""
-    cost = collections.Counter()
-    where = {}
-    for _, fl, fn, addr, line, ir in records(path):
-        cost[addr] += ir
-        where[addr] = (fl, line, fn)
-    return cost, where
-
-
 def main():
     args = sys.argv[1:]
     per, top = None, 40
@@ -52,16 +43,16 @@ def main():
     if len(args) != 2:
         sys.exit(__doc__)
     path, function = args
-    cost, where = parse(path)
     lines = collections.Counter()
-    for a, c in cost.items():
-        fl, ln, fn = where[a]
+    everything = 0
+    for _, fl, fn, _, ln, ir in records(path):
+        everything += ir
         if fn == function:
-            lines[(fl, ln)] += c
+            lines[(fl, ln)] += ir
     total = sum(lines.values())
     if not total:
         sys.exit(f"{function}: no instructions of its own in {path}")
-    print(f"{function}: {total} instructions of its own of {sum(cost.values())} in the profile"
+    print(f"{function}: {total} instructions of its own of {everything} in the profile"
           + (f" ({total / per:.1f} per {per:.0f})" if per else ""))
     sources = {}
     for (fl, ln), c in lines.most_common(top):
