@@ -746,6 +746,17 @@ impl Machine {
         (self.dependent_alu_slots * 8.0).round() as u16
     }
 
+    /// Whether a rule counts the µops issued to the ALUs
+    /// ([`Machine::fresh_alu_forward_slot`],
+    /// [`Machine::dependent_alu_slots`] or
+    /// [`Machine::alu_wakeups_per_cycle`]): the model's issue then looks
+    /// at each µop's ALU inputs.
+    pub fn counts_alu_uops(&self) -> bool {
+        self.fresh_alu_forward_slot
+            || self.dependent_alu_eighths() != 8
+            || self.alu_wakeups_per_cycle > 0
+    }
+
     /// The ports of the `alu` class, as a bit mask over [`Machine::ports`].
     pub fn alu_port_mask(&self) -> u64 {
         self.class_table().alu_mask

@@ -108,7 +108,15 @@ pub(crate) struct Uop {
     /// none, or no bank limit; see [`Machine::load_bank_conflicts`]).
     pub banks: u16,
     pub latency: u32,
-    pub occupancy: u32,
+    pub occupancy: u16,
+    /// A one-cycle µop of the ALUs' ports (what the ALU rules of
+    /// [`simulate`] look for among a µop's inputs, see
+    /// [`Graph::alu_inputs`]), and, once issued (where those rules apply),
+    /// whether it was fresh: no such input's result woke it, it was ready
+    /// when it was dispatched or when a load's or a multi-cycle µop's
+    /// (`imul`) value came (see [`Machine::fresh_alu_forward_slot`]).
+    alu1: bool,
+    fresh: bool,
     /// Inputs: a range of [`Graph::deps`] (and of [`Graph::why`]).
     pub deps: Span,
     /// Cycles it issued, its result was ready, its inputs were ready:
@@ -347,6 +355,9 @@ pub(crate) struct Graph<'a> {
     no_ports: u16,
     /// The `alu` class's port set.
     alu_ports: u16,
+    /// Port sets as masks ([`Machine::port_set_masks`]) and the ALUs' ports.
+    set_masks: &'a [u64],
+    alu_mask: u64,
     /// Ports of a store in flight giving its value to loads, once per
     /// store (see `load_forwarded`).
     forwarded_load_ports: Option<u16>,
@@ -606,6 +617,8 @@ impl<'a> Graph<'a> {
         Graph {
             no_ports: class_of(NOP).1,
             alu_ports: class_of(ALU).1,
+            set_masks: m.port_set_masks(),
+            alu_mask: m.alu_port_mask(),
             store_addr_class,
             store_addr_ports,
             store_data_ports,
@@ -911,12 +924,15 @@ impl<'a> Graph<'a> {
     }
 
     fn push_uop(&mut self, insn: u32, ports: u16, latency: u32, occupancy: u32, from: u32) -> u32 {
+        let mask = self.set_masks[ports as usize];
         self.uops.push(Uop {
             insn,
             ports,
             banks: 0,
             latency,
-            occupancy,
+            occupancy: occupancy.min(u16::MAX as u32) as u16,
+            alu1: mask != 0 && mask & !self.alu_mask == 0 && latency == 1,
+            fresh: false,
             deps: Span::new(from, self.deps.len() as u32),
             issued: NOT_YET,
             complete: NOT_YET,
@@ -1332,29 +1348,6 @@ impl<'a> Graph<'a> {
         self.alu_producers(u, masks, alu).filter(|p| p.latency == 1)
     }
 
-    /// When µop `u`'s last input from a fresh one-cycle ALU µop arrives,
-    /// if it has such an input: one no one-cycle ALU µop's result woke,
-    /// ready when it was dispatched or when a load's or a multi-cycle
-    /// µop's (`imul`) value came (see [`Machine::fresh_alu_forward_slot`]).
-    fn fresh_alu_input(&self, u: usize, masks: &[u64], alu: u64) -> Option<u64> {
-        self.uops[u]
-            .deps
-            .iter()
-            .map(|k| self.producer_of(u, k))
-            .filter(|&p| {
-                let pu = &self.uops[p];
-                let mask = masks[pu.ports as usize];
-                mask != 0
-                    && mask & !alu == 0
-                    && pu.latency == 1
-                    && !self
-                        .alu_inputs(p, masks, alu)
-                        .any(|q| q.complete == pu.ready)
-            })
-            .filter_map(|p| self.uops[p].complete())
-            .max()
-    }
-
     /// Whether static instruction `s` is a register-only ALU op that reads
     /// and writes, at the same size, the register the instruction before
     /// it moved into (see [`Machine::move_op_fusion`]).
@@ -1376,6 +1369,28 @@ impl<'a> Graph<'a> {
             && sh.writes.first() == Some(&moved)
             && sh.reads.contains(&moved)
             && sh.dest_size == mov.dest_size
+    }
+
+    /// [`Graph::ready_time`] and, in the same look at µop `u`'s inputs,
+    /// when its last input from a one-cycle ALU µop arrives (as
+    /// [`Graph::alu_inputs`] finds them) and its last from a fresh one
+    /// (see [`Uop::fresh`]: marked by issue).
+    #[inline]
+    fn ready_and_alu_arrivals(&self, u: usize, dispatched: u64) -> (u64, Option<u64>, Option<u64>) {
+        let mut t = dispatched + 1;
+        let (mut alu, mut fresh) = (None, None);
+        for k in self.uops[u].deps.iter() {
+            let p = &self.uops[self.producer_of(u, k)];
+            let complete = p.complete();
+            t = t.max(complete.unwrap_or(0));
+            if p.alu1 && complete.is_some() {
+                alu = alu.max(complete);
+                if p.fresh {
+                    fresh = fresh.max(complete);
+                }
+            }
+        }
+        (t, alu, fresh)
     }
 
     /// The time a µop's inputs are all available (and it has been dispatched).
@@ -1771,6 +1786,7 @@ impl PortCalendar {
     }
 
     /// Takes `n` eighths of an ALU slot in cycle `t`.
+    #[inline]
     fn take_units(&mut self, n: u16, t: u64) {
         let k = self.hold(t);
         self.units[k] += n;
@@ -1801,6 +1817,7 @@ impl PortCalendar {
 
     /// Takes `n` eighths of an ALU slot from cycle `t` on, `cap` a cycle
     /// at most: what does not fit in `t` spills into the cycles after it.
+    #[inline]
     fn spill_units(&mut self, mut n: u16, mut t: u64, cap: u16) {
         while n > 0 {
             let room = cap.saturating_sub(self.capacity_taken(t)).min(n);
@@ -2214,16 +2231,18 @@ pub(crate) fn simulate<'a>(
     iterations: usize,
     stop_early: bool,
 ) -> SimResult<'a> {
-    // Two copies of the loop: without the binding's bookkeeping where the
-    // description has none (its checks cost ~3 % on every µop).
-    if m.ports_bound_at_rename {
-        simulate_with::<true>(m, shapes, iterations, stop_early)
-    } else {
-        simulate_with::<false>(m, shapes, iterations, stop_early)
+    // Four copies of the loop: without the binding's bookkeeping where the
+    // description has none (its checks cost ~3 % on every µop), and
+    // without the ALU rules' where it has none of them (~3 %, session 56).
+    match (m.ports_bound_at_rename, m.counts_alu_uops()) {
+        (true, true) => simulate_with::<true, true>(m, shapes, iterations, stop_early),
+        (true, false) => simulate_with::<true, false>(m, shapes, iterations, stop_early),
+        (false, true) => simulate_with::<false, true>(m, shapes, iterations, stop_early),
+        (false, false) => simulate_with::<false, false>(m, shapes, iterations, stop_early),
     }
 }
 
-fn simulate_with<'a, const BIND: bool>(
+fn simulate_with<'a, const BIND: bool, const ALU: bool>(
     m: &'a Machine,
     shapes: &'a [Shape],
     iterations: usize,
@@ -2258,9 +2277,6 @@ fn simulate_with<'a, const BIND: bool>(
     };
     let total = iterations * n;
     let [mut masks, spare, chain_complete, chain_retire] = std::mem::take(&mut g.scratch);
-    // Work issued to each port so far (a machine has at most 64 ports:
-    // a fixed array, indexed without bounds checks by a port's bit).
-    let mut port_load = [0u64; 64];
     // Port sets as bit masks (a machine has at most 64 ports, checked when
     // its description is read); an empty set (0) needs no port.
     masks.extend_from_slice(m.port_set_masks());
@@ -2269,23 +2285,31 @@ fn simulate_with<'a, const BIND: bool>(
     // not counted (no µop an ALU's) where every ALU µop takes one slot.
     let dependent_units = m.dependent_alu_eighths();
     let wakeups_cap = m.alu_wakeups_per_cycle;
-    let alu_mask = if m.fresh_alu_forward_slot || dependent_units != 8 || wakeups_cap > 0 {
-        m.alu_port_mask()
-    } else {
-        0
-    };
+    let alu_mask = if ALU { m.alu_port_mask() } else { 0 };
     let alu_units = 8 * alu_mask.count_ones() as u16;
-    let mut calendar = CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    calendar.clear();
-    let mut binder = BINDER.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let mut issuer = Issuer {
+        calendar: CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut())),
+        binder: BINDER.with(|c| std::mem::take(&mut *c.borrow_mut())),
+        port_load: [0; 64],
+    };
+    issuer.calendar.clear();
     // Loads and stores are not bound: a load port takes any load that is
     // ready (uiCA: ports 2 and 3 take from each other's queue).
     let mut bind = BIND;
     let memory_ports = if bind {
-        binder.reset(m.ports(), !m.memory_port_mask());
+        issuer.binder.reset(m.ports(), !m.memory_port_mask());
         m.memory_port_mask()
     } else {
         0
+    };
+    let rules = IssueRules {
+        alu_mask,
+        alu_units,
+        dependent_units,
+        wakeups_cap,
+        fresh_alu_forward_slot: m.fresh_alu_forward_slot,
+        bound_at_dispatch: m.ports_bound_at_dispatch,
+        memory_ports,
     };
     let mut dispatch = DispatchState {
         cycle: 0,
@@ -2408,7 +2432,7 @@ fn simulate_with<'a, const BIND: bool>(
             g.dyns[i].dispatch_stall.get_or_insert(fetch.why);
             dispatch.next_cycle(width, carried_window);
         }
-        let mut slot;
+        let slot;
         loop {
             let alone = dispatch.slots == 0 && d_slots > width;
             let rob_free_at = if i >= rob_cap {
@@ -2453,125 +2477,29 @@ fn simulate_with<'a, const BIND: bool>(
         let dc = dispatch.cycle;
         g.dyns[i].dispatched = dc;
         fetch.passed(&shapes[g.dyns[i].stat as usize]);
-        calendar.advance(dc);
+        issuer.calendar.advance(dc);
         if bind {
-            binder.start(dc);
+            issuer.binder.start(dc);
         }
-        let last_slot = slot + d_slots.max(1) - 1;
-        // Issue, µop by µop (oldest first).
-        let mut done = dc + 1;
-        let (mut issued_sum, mut uop_count) = (0u64, 0u64);
         // A load whose forwarding fails (its first µop) waits for the
         // store's commit.
-        let mut blocked_until = match g.dyns[i].blocked_by as usize {
+        let blocked_until = match g.dyns[i].blocked_by as usize {
             0 => 0,
             back => g.dyns[i - back].retired + m.store_forward_fail as u64,
         };
-        for u in g.dyns[i].uops.iter() {
-            let u = u as usize;
-            let ready = g.ready_time(u, dc).max(blocked_until);
-            blocked_until = 0;
-            let uop = &g.uops[u];
-            let (mask, occupancy, latency) = (
-                masks[uop.ports as usize],
-                uop.occupancy as u64,
-                uop.latency as u64,
-            );
-            let mut t = ready;
-            let mut mask = mask;
-            let bind = bind && occupancy > 0 && mask != 0 && mask & memory_ports == 0;
-            if bind {
-                mask = 1 << binder.choose(mask, slot);
-            } else if m.ports_bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
-                // Bound to one pipe on entering the scheduler, free or not.
-                mask = 1 << least_used(mask, &port_load);
-            }
-            let banks = uop.banks;
-            let alu_op = alu_mask != 0 && occupancy > 0 && mask != 0 && mask & !alu_mask == 0;
-            // When its last input from a one-cycle ALU µop arrives (one
-            // look at its inputs for both rules below): after the cycle it
-            // could first issue in, it takes the dependent cost; where the
-            // µops issued as theirs arrive are counted, it is one of them
-            // if it issues then.
-            let alu_arrival = if alu_op && (wakeups_cap > 0 || dependent_units != 8) {
-                g.alu_inputs(u, &masks, alu_mask)
-                    .filter_map(|p| p.complete())
-                    .max()
-            } else {
-                None
-            };
-            let units = match alu_arrival {
-                Some(a) if dependent_units != 8 && a > dc + 1 => dependent_units,
-                _ => 8,
-            };
-            let woken_at = alu_arrival.filter(|_| wakeups_cap > 0);
-            if mask != 0 {
-                loop {
-                    let mut free = calendar.free(mask, t, occupancy);
-                    if alu_op && free != 0 && calendar.capacity_taken(t) >= alu_units {
-                        free = 0;
-                    }
-                    if woken_at == Some(t) && free != 0 && calendar.wakeups(t) >= wakeups_cap {
-                        // Too many woken this cycle: a cycle later.
-                        free = 0;
-                    }
-                    if banks != 0 && free != 0 && !calendar.banks_free(banks, t) {
-                        free = 0;
-                    }
-                    if free != 0 {
-                        if occupancy > 0 {
-                            let port = least_used(free, &port_load);
-                            calendar.take(port, t, occupancy);
-                            port_load[port] += occupancy;
-                        }
-                        if banks != 0 {
-                            // After `take`: the cycle is held (the ring may
-                            // have grown to reach it).
-                            calendar.take_banks(banks, t);
-                        }
-                        break;
-                    }
-                    t += 1;
-                }
-            }
-            if alu_op {
-                calendar.spill_units(units, t, alu_units);
-                if woken_at == Some(t) {
-                    calendar.take_wakeup(t);
-                }
-            }
-            if alu_op && m.fresh_alu_forward_slot {
-                let arrival = g.fresh_alu_input(u, &masks, alu_mask);
-                if arrival.is_some_and(|a| t <= a + 1) {
-                    // Two slots in all, the second on the first ALU free
-                    // from `t` on.
-                    let mut at = t;
-                    loop {
-                        let free = calendar.free(alu_mask, at, 1);
-                        if free != 0 && calendar.capacity_taken(at) < alu_units {
-                            let port = least_used(free, &port_load);
-                            calendar.take(port, at, 1);
-                            calendar.spill_units(16 - units, at, alu_units);
-                            port_load[port] += 1;
-                            break;
-                        }
-                        at += 1;
-                    }
-                }
-            }
-            if bind {
-                binder.bound(mask.trailing_zeros() as usize, t);
-                // The instruction's next µop in its next slot, if it has one.
-                slot = (slot + 1).min(last_slot);
-            }
-            let uop = &mut g.uops[u];
-            uop.ready = ready;
-            uop.issued = t;
-            uop.complete = t + latency;
-            done = done.max(t + latency);
-            issued_sum += t;
-            uop_count += 1;
-        }
+        let at = IssueStart {
+            dispatched: dc,
+            slot,
+            last_slot: slot + d_slots.max(1) - 1,
+            blocked_until,
+            bind,
+        };
+        let uops = g.dyns[i].uops;
+        let Issued {
+            done,
+            issued_sum,
+            uop_count,
+        } = issue::<BIND, ALU>(&mut g, uops, at, &rules, &masks, &mut issuer);
         // Retire, in order: `retire_width` per cycle, stores commit
         // `store_commit` per cycle unless they write the line of the store
         // before. An instruction fused into its neighbour's slot retires
@@ -2650,13 +2578,210 @@ fn simulate_with<'a, const BIND: bool>(
         }
     }
     let measured = steady.fallback(measured);
-    CALENDAR.with(|c| *c.borrow_mut() = calendar);
-    BINDER.with(|c| *c.borrow_mut() = binder);
+    CALENDAR.with(|c| *c.borrow_mut() = issuer.calendar);
+    BINDER.with(|c| *c.borrow_mut() = issuer.binder);
     g.scratch = [masks, spare, chain_complete, chain_retire];
     SimResult {
         ports: ports.filter(|_| g.template.is_some()),
         graph: g,
         measured,
+    }
+}
+
+/// The machine's rules for issuing µops, fixed for a run (see
+/// [`simulate`]).
+struct IssueRules {
+    /// The ALUs' ports where a rule counts ALU µops (0: none does), their
+    /// capacity a cycle in eighths of a slot, and what a µop fed by one in
+    /// flight takes of it (see [`Machine::dependent_alu_slots`]).
+    alu_mask: u64,
+    alu_units: u16,
+    dependent_units: u16,
+    /// See [`Machine::alu_wakeups_per_cycle`] (0: no limit).
+    wakeups_cap: u8,
+    fresh_alu_forward_slot: bool,
+    bound_at_dispatch: bool,
+    /// Ports never bound at rename (where binding is on).
+    memory_ports: u64,
+}
+
+/// What issue changes from one µop to the next: the ports' calendar, the
+/// rename binding and the work each port has taken.
+struct Issuer {
+    calendar: PortCalendar,
+    binder: crate::rename_binding::RenameBinder,
+    /// Work issued to each port so far (a machine has at most 64 ports:
+    /// a fixed array, indexed without bounds checks by a port's bit).
+    port_load: [u64; 64],
+}
+
+/// Where an instruction's issue starts: its dispatch cycle, its first and
+/// last dispatch slots, the cycle its first µop waits for at least (a
+/// load whose forwarding fails: the store's commit), and whether its µops
+/// are bound to ports at rename.
+#[derive(Clone, Copy)]
+struct IssueStart {
+    dispatched: u64,
+    slot: u32,
+    last_slot: u32,
+    blocked_until: u64,
+    bind: bool,
+}
+
+/// An instruction's issue: the cycle all its results are ready (at least
+/// its dispatch plus one), the sum of its µops' issue cycles and their
+/// count.
+struct Issued {
+    done: u64,
+    issued_sum: u64,
+    uop_count: u64,
+}
+
+/// Issues one instruction's µops `uops` (oldest first), see [`simulate`];
+/// `ALU`: whether a rule counts ALU µops ([`Machine::counts_alu_uops`]).
+/// Inlined: out of line its loop cost Zen 5's model 6 % more instructions
+/// (session 56).
+#[inline(always)]
+fn issue<const BIND: bool, const ALU: bool>(
+    g: &mut Graph,
+    uops: Span,
+    at: IssueStart,
+    rules: &IssueRules,
+    masks: &[u64],
+    issuer: &mut Issuer,
+) -> Issued {
+    let IssueStart {
+        dispatched: dc,
+        mut slot,
+        last_slot,
+        mut blocked_until,
+        bind,
+    } = at;
+    let Issuer {
+        calendar,
+        binder,
+        port_load,
+    } = issuer;
+    let (alu_mask, alu_units, dependent_units, wakeups_cap) = (
+        rules.alu_mask,
+        rules.alu_units,
+        rules.dependent_units,
+        rules.wakeups_cap,
+    );
+    let mut done = dc + 1;
+    let (mut issued_sum, mut uop_count) = (0u64, 0u64);
+    for u in uops.iter() {
+        let u = u as usize;
+        let (ready, alu_input, fresh_input) = if ALU {
+            g.ready_and_alu_arrivals(u, dc)
+        } else {
+            (g.ready_time(u, dc), None, None)
+        };
+        let ready = ready.max(blocked_until);
+        blocked_until = 0;
+        let uop = &g.uops[u];
+        let (mask, occupancy, latency) = (
+            masks[uop.ports as usize],
+            uop.occupancy as u64,
+            uop.latency as u64,
+        );
+        let mut t = ready;
+        let mut mask = mask;
+        let bind = BIND && bind && occupancy > 0 && mask != 0 && mask & rules.memory_ports == 0;
+        if bind {
+            mask = 1 << binder.choose(mask, slot);
+        } else if rules.bound_at_dispatch && occupancy > 0 && mask.count_ones() > 1 {
+            // Bound to one pipe on entering the scheduler, free or not.
+            mask = 1 << least_used(mask, port_load);
+        }
+        let banks = uop.banks;
+        let alu_op = ALU && occupancy > 0 && mask != 0 && mask & !alu_mask == 0;
+        // When its last input from a one-cycle ALU µop arrives (one
+        // look at its inputs for both rules below): after the cycle it
+        // could first issue in, it takes the dependent cost; where the
+        // µops issued as theirs arrive are counted, it is one of them
+        // if it issues then.
+        let alu_arrival = if alu_op && (wakeups_cap > 0 || dependent_units != 8) {
+            alu_input
+        } else {
+            None
+        };
+        let units = match alu_arrival {
+            Some(a) if dependent_units != 8 && a > dc + 1 => dependent_units,
+            _ => 8,
+        };
+        let woken_at = alu_arrival.filter(|_| wakeups_cap > 0);
+        if mask != 0 {
+            loop {
+                let mut free = calendar.free(mask, t, occupancy);
+                if alu_op && free != 0 && calendar.capacity_taken(t) >= alu_units {
+                    free = 0;
+                }
+                if woken_at == Some(t) && free != 0 && calendar.wakeups(t) >= wakeups_cap {
+                    // Too many woken this cycle: a cycle later.
+                    free = 0;
+                }
+                if banks != 0 && free != 0 && !calendar.banks_free(banks, t) {
+                    free = 0;
+                }
+                if free != 0 {
+                    if occupancy > 0 {
+                        let port = least_used(free, port_load);
+                        calendar.take(port, t, occupancy);
+                        port_load[port] += occupancy;
+                    }
+                    if banks != 0 {
+                        // After `take`: the cycle is held (the ring may
+                        // have grown to reach it).
+                        calendar.take_banks(banks, t);
+                    }
+                    break;
+                }
+                t += 1;
+            }
+        }
+        if alu_op {
+            calendar.spill_units(units, t, alu_units);
+            if woken_at == Some(t) {
+                calendar.take_wakeup(t);
+            }
+        }
+        if alu_op && rules.fresh_alu_forward_slot && fresh_input.is_some_and(|a| t <= a + 1) {
+            // Two slots in all, the second on the first ALU free from `t` on.
+            let mut at = t;
+            loop {
+                let free = calendar.free(alu_mask, at, 1);
+                if free != 0 && calendar.capacity_taken(at) < alu_units {
+                    let port = least_used(free, port_load);
+                    calendar.take(port, at, 1);
+                    calendar.spill_units(16 - units, at, alu_units);
+                    port_load[port] += 1;
+                    break;
+                }
+                at += 1;
+            }
+        }
+        if bind {
+            binder.bound(mask.trailing_zeros() as usize, t);
+            // The instruction's next µop in its next slot, if it has one.
+            slot = (slot + 1).min(last_slot);
+        }
+        let uop = &mut g.uops[u];
+        uop.ready = ready;
+        if ALU {
+            // Fresh: no one-cycle ALU input arrived as its last input did.
+            uop.fresh = alu_input != Some(ready);
+        }
+        uop.issued = t;
+        uop.complete = t + latency;
+        done = done.max(t + latency);
+        issued_sum += t;
+        uop_count += 1;
+    }
+    Issued {
+        done,
+        issued_sum,
+        uop_count,
     }
 }
 
