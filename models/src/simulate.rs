@@ -1374,7 +1374,8 @@ impl<'a> Graph<'a> {
     /// [`Graph::ready_time`] and, in the same look at µop `u`'s inputs,
     /// when its last input from a one-cycle ALU µop arrives (as
     /// [`Graph::alu_inputs`] finds them) and its last from a fresh one
-    /// (see [`Uop::fresh`]: marked by issue).
+    /// (see [`Uop::fresh`]: marked by issue). For the machines with ALU
+    /// rules only: elsewhere [`Graph::ready_time`] alone is cheaper.
     #[inline]
     fn ready_and_alu_arrivals(&self, u: usize, dispatched: u64) -> (u64, Option<u64>, Option<u64>) {
         let mut t = dispatched + 1;
@@ -2639,8 +2640,8 @@ struct Issued {
 
 /// Issues one instruction's µops `uops` (oldest first), see [`simulate`];
 /// `ALU`: whether a rule counts ALU µops ([`Machine::counts_alu_uops`]).
-/// Inlined: out of line its loop cost Zen 5's model 6 % more instructions
-/// (session 56).
+/// Inlined: out of line its loop cost Zen 5's model 5-7 % more
+/// instructions (session 56).
 #[inline(always)]
 fn issue<const BIND: bool, const ALU: bool>(
     g: &mut Graph,
@@ -2696,8 +2697,8 @@ fn issue<const BIND: bool, const ALU: bool>(
         }
         let banks = uop.banks;
         let alu_op = ALU && occupancy > 0 && mask != 0 && mask & !alu_mask == 0;
-        // When its last input from a one-cycle ALU µop arrives (one
-        // look at its inputs for both rules below): after the cycle it
+        // When its last input from a one-cycle ALU µop arrives (read
+        // with its ready time, for both rules below): after the cycle it
         // could first issue in, it takes the dependent cost; where the
         // µops issued as theirs arrive are counted, it is one of them
         // if it issues then.
