@@ -1320,32 +1320,13 @@ impl<'a> Graph<'a> {
         debug_assert_eq!(self.dyns.len(), self.built * n);
     }
 
-    /// The ALU µops µop `u` takes inputs from, of any latency (`masks`
-    /// the port sets' masks, `alu` the ALUs').
-    fn alu_producers<'g>(
-        &'g self,
-        u: usize,
-        masks: &'g [u64],
-        alu: u64,
-    ) -> impl Iterator<Item = &'g Uop> + 'g {
+    /// The one-cycle ALU µops µop `u` takes inputs from (see [`Uop::alu1`]).
+    fn alu_inputs(&self, u: usize) -> impl Iterator<Item = &Uop> + '_ {
         self.uops[u]
             .deps
             .iter()
             .map(move |k| &self.uops[self.producer_of(u, k)])
-            .filter(move |p| {
-                let mask = masks[p.ports as usize];
-                mask != 0 && mask & !alu == 0
-            })
-    }
-
-    /// The one-cycle ALU µops µop `u` takes inputs from.
-    fn alu_inputs<'g>(
-        &'g self,
-        u: usize,
-        masks: &'g [u64],
-        alu: u64,
-    ) -> impl Iterator<Item = &'g Uop> + 'g {
-        self.alu_producers(u, masks, alu).filter(|p| p.latency == 1)
+            .filter(|p| p.alu1)
     }
 
     /// Whether static instruction `s` is a register-only ALU op that reads
@@ -2412,7 +2393,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                                 let mask = masks[g.uops[u].ports as usize];
                                 g.uops[u].occupancy > 0 && mask != 0 && mask & !alu_mask == 0
                             })
-                            .map(|u| match g.alu_inputs(u, &masks, alu_mask).next() {
+                            .map(|u| match g.alu_inputs(u).next() {
                                 Some(_) => dependent_units as u64,
                                 None => 8,
                             })
