@@ -517,6 +517,84 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     })
 }
 
+/// Relative error of a table case's share of its dispatches read from the
+/// refills counted at it ([`share_table_cases`]).
+const CASE_SHARE_ERROR: f64 = 0.3;
+
+/// How far apart the refills counted at a table's cases must be to say
+/// the cases run unevenly: where they land within a case's code varies
+/// from case to case (Golden Cove's interp, nine cases drawn evenly: the
+/// counts put them at 0.65-1.31 of their runs, 1.4x apart; Zen 5's 1.3x),
+/// so a spread under this leaves the even split the solve makes.
+const CASE_SPREAD_EVIDENCE: f64 = 2.0;
+
+/// The cases of each jump table in loop `l` (an indirect jump's targets)
+/// that have no estimate of their own share the table's runs as the
+/// refills counted at them say: a random stream of cases mispredicts into
+/// case t on about the share (1 − s_t) of its runs, s_t its share of the
+/// stream, so runs go as refills / (1 − s_t). A ratio to the case with
+/// the most, not an estimate: the table's total stays the rest of the
+/// problem's to say (`freq` only sets the rows' scale). Without this the
+/// solve shares a table's runs out evenly (bytecode's stream_vm: twelve
+/// cases, from 25 % of the stream down to 1 %, each given 1/12).
+fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prepared) {
+    for &b in &l.body {
+        if cfg.last_insn(b).instr.flow_control() != iced_x86::FlowControl::IndirectBranch {
+            continue;
+        }
+        let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
+        to.sort_unstable();
+        to.dedup();
+        if to.len() < DISPATCH_TARGETS || to.iter().any(|&t| !l.contains(t)) {
+            continue;
+        }
+        // A case with an estimate of its own keeps it to itself: tied to
+        // the others it would carry its error to them all (Golden Cove's
+        // interp: one case's 16 refetch samples took six down 10-35 %).
+        to.retain(|&t| p.problem.estimates[t].is_none());
+        if to.len() < 2 {
+            continue;
+        }
+        let counted: Vec<f64> = to
+            .iter()
+            .map(|&t| {
+                p.problem
+                    .floors
+                    .get(t)
+                    .copied()
+                    .flatten()
+                    .map_or(0.0, |f| f.0)
+            })
+            .collect();
+        let all: f64 = counted.iter().sum();
+        let through: f64 = to.iter().map(|&t| freq[t]).sum();
+        let (least, most) = counted
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(l, m), &c| (l.min(c), m.max(c)));
+        if all <= 0.0 || through <= 0.0 || most < CASE_SPREAD_EVIDENCE * least {
+            continue;
+        }
+        let runs: Vec<f64> = counted
+            .iter()
+            .map(|&c| c / (1.0 - (c / all).min(0.9)))
+            .collect();
+        let sum: f64 = runs.iter().sum();
+        let Some(most) = (0..to.len()).max_by(|&i, &j| runs[i].total_cmp(&runs[j])) else {
+            continue;
+        };
+        for (i, &t) in to.iter().enumerate().filter(|&(i, _)| i != most) {
+            p.problem.shares.push(crate::flow_solve::Share {
+                a: t,
+                b: to[most],
+                ratio: runs[i] / runs[most],
+                level: through * runs[most] / sum,
+                error: CASE_SHARE_ERROR,
+            });
+            p.guess(t, Guess::CaseShare);
+        }
+    }
+}
+
 /// A loop's total and its header's own estimate further apart than this
 /// factor: the header is a guess ([`Guess::LoopDisagrees`]). At 1.5
 /// rle_decode's run loop on zen4-5k-a lost "high" at 0.97x of the truth;
@@ -1803,6 +1881,9 @@ impl<'a> FunctionAnalysis<'a> {
                     total = between_bounds(s, entries, trip, cps);
                     between = total.is_some();
                 }
+            }
+            if dispatch.is_some() {
+                share_table_cases(cfg, l, freq, p);
             }
             if let (Some(cases), Some(m), Some(e)) = (&dispatch, mispredicts, total) {
                 let counted: f64 = cases

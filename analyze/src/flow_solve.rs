@@ -70,6 +70,23 @@ pub struct FlowProblem {
     /// that run equally often: hashtab's `main` inserts and looks up
     /// 20,000 keys a round), held as hard as conservation. Empty: none.
     pub ties: Vec<(usize, usize)>,
+    /// Ratios between blocks' frequencies the samples say, softly (the
+    /// cases of a jump table, as the refills counted at them share out).
+    /// Empty: none.
+    pub shares: Vec<Share>,
+}
+
+/// Block `a` runs `ratio` times as often as block `b`, to a relative error
+/// `error`, `b` running about `level` times: a row `f_a − ratio · f_b ≈ 0`
+/// weighed as an estimate of `a` that far off would be. A ratio pins no
+/// total: it shares out what the rest of the problem sends through.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Share {
+    pub a: usize,
+    pub b: usize,
+    pub ratio: f64,
+    pub level: f64,
+    pub error: f64,
 }
 
 /// How often a function is called, tied to its call sites: the flow into
@@ -606,6 +623,21 @@ fn least_squares_rows(
             rows.push((RowKey::Tie(t), row));
         }
     }
+    for (t, (k, sh)) in shares_of(parts).enumerate() {
+        let (a, b) = (base[k] + sh.a, base[k] + sh.b);
+        let mut coef: Vec<(usize, f64)> = ins[a].iter().map(|&x| (x, 1.0)).collect();
+        coef.extend(ins[b].iter().map(|&x| (x, -sh.ratio)));
+        merge(&mut coef);
+        let sd = sh.error * sh.ratio * sh.level / r.scales[k];
+        if !coef.is_empty() && sd > 0.0 {
+            let row = Row {
+                coef,
+                rhs: 0.0,
+                weight: 1.0 / (sd * sd) / r.wmax,
+            };
+            rows.push((RowKey::Share(t), row));
+        }
+    }
     (ins, rows)
 }
 
@@ -620,6 +652,14 @@ fn balance_row(plus: &[usize], minus: &[usize]) -> Option<Row> {
         rhs: 0.0,
         weight: CONSERVATION,
     })
+}
+
+/// Every part's shares ([`FlowProblem::shares`]) with their part.
+fn shares_of(parts: &[FlowProblem]) -> impl Iterator<Item = (usize, &Share)> + '_ {
+    parts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, p)| p.shares.iter().map(move |sh| (k, sh)))
 }
 
 /// Every part's ties ([`FlowProblem::ties`]) as blocks numbered across parts.
@@ -770,6 +810,7 @@ enum RowKey {
     Estimate(usize),
     Link(usize),
     Tie(usize),
+    Share(usize),
 }
 
 /// Which unknowns can share a row, whatever the weights and whichever
@@ -805,6 +846,13 @@ fn pattern_rows(
     for (t, (a, b)) in ties_of(parts, &base).enumerate() {
         rows.push((
             RowKey::Tie(t),
+            ins[a].iter().chain(&ins[b]).copied().collect(),
+        ));
+    }
+    for (t, (k, sh)) in shares_of(parts).enumerate() {
+        let (a, b) = (base[k] + sh.a, base[k] + sh.b);
+        rows.push((
+            RowKey::Share(t),
             ins[a].iter().chain(&ins[b]).copied().collect(),
         ));
     }
@@ -1090,6 +1138,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         let callee = FlowProblem {
             blocks: 2,
@@ -1102,6 +1151,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         let parts = [caller, callee];
         let links = [Link {
@@ -1187,6 +1237,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         let forward = solve(&p).unwrap();
         REVERSED_ORDER.with(|r| r.set(true));
@@ -1219,6 +1270,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         }
     }
 
@@ -1239,6 +1291,7 @@ mod tests {
         // against 30 ± 3).
         let p = FlowProblem {
             ties: vec![(1, 2)],
+            shares: vec![],
             ..diamond([Some((30.0, 3.0)), None])
         };
         let f = solve(&p).unwrap();
@@ -1309,6 +1362,7 @@ mod tests {
             unsampled: vec![false, false, true, false],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
             ..diamond([None, None])
         };
         let f = solve(&p).unwrap();
@@ -1340,6 +1394,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - f[2] - 1.0).abs() < 0.5, "{f:?}");
@@ -1365,6 +1420,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         let f = solve(&p).unwrap();
         assert!((f[1] - 100.0).abs() < 10.0, "{f:?}");
@@ -1385,6 +1441,7 @@ mod tests {
                 unsampled: vec![],
                 upper: vec![],
                 ties: vec![],
+                shares: vec![],
             },
             FlowProblem {
                 blocks: 1,
@@ -1397,6 +1454,7 @@ mod tests {
                 unsampled: vec![],
                 upper: vec![],
                 ties: vec![],
+                shares: vec![],
             },
         ]
     }
@@ -1452,6 +1510,29 @@ mod tests {
         // A sound estimate of the loop lifts it within its range.
         let f = with((775.0, 50.0), false);
         assert!(f[1][0] > 1400.0, "rises to its caller: {f:?}");
+    }
+
+    #[test]
+    fn a_share_splits_what_the_rest_sends_through_without_pinning_it() {
+        // Nothing says how the diamond's 100 runs split: the ridge halves
+        // them. Arm 1 three times arm 2 splits them 75 / 25, and the total
+        // stays the ends' 100 whatever level the ratio was read at.
+        let p = diamond([None, None]);
+        let f = solve(&p).unwrap();
+        assert!(close(f[1], 50.0), "{f:?}");
+        for level in [25.0, 1000.0] {
+            let mut p = diamond([None, None]);
+            p.shares = vec![Share {
+                a: 1,
+                b: 2,
+                ratio: 3.0,
+                level,
+                error: 0.3,
+            }];
+            let f = solve(&p).unwrap();
+            assert!((f[1] - 75.0).abs() < 1.0, "{level}: {f:?}");
+            assert!((f[2] - 25.0).abs() < 1.0, "{level}: {f:?}");
+        }
     }
 
     #[test]
@@ -1512,6 +1593,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         let main = part(
             2,
@@ -1618,6 +1700,7 @@ mod tests {
             unsampled: vec![],
             upper: vec![],
             ties: vec![],
+            shares: vec![],
         };
         assert!(solve(&p).is_none());
     }

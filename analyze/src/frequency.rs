@@ -142,6 +142,9 @@ pub enum Guess {
     /// As [`Guess::LoopTotal`] for a loop around a switch's dispatch,
     /// each trip also paying a mispredict as often as its cases change.
     DispatchTotal,
+    /// It is a case of a jump table, its share of the table's runs read
+    /// from the refills counted at it and at the other cases.
+    CaseShare,
     /// Its own estimate and its loop's total disagree by more than a
     /// factor of two.
     LoopDisagrees,
@@ -183,6 +186,9 @@ impl Guess {
             }
             Guess::DispatchTotal => {
                 "its loop's trip count is from the loop's samples, a trip paying a dispatch mispredict as often as its cases change"
+            }
+            Guess::CaseShare => {
+                "it is a jump table's case: its share of the table's runs is the share of the refills counted at the cases"
             }
             Guess::LoopDisagrees => {
                 "its own samples and its loop's samples as a whole disagree by more than 2x"
@@ -764,6 +770,7 @@ pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> P
         unsampled: obs.iter().map(|o| o.samples + o.excluded < 0.5).collect(),
         upper: bounded.clone(),
         ties,
+        shares: vec![],
     };
     // A loop none of whose blocks has an estimate of its own (every sample
     // in it a refetch suspect: codec's rle_encode inner loop) has its trip
