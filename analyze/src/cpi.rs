@@ -534,9 +534,11 @@ const CASE_SPREAD_EVIDENCE: f64 = 2.0;
 /// case t on about the share (1 − s_t) of its runs, s_t its share of the
 /// stream, so runs go as refills / (1 − s_t). A ratio to the case with
 /// the most, not an estimate: the table's total stays the rest of the
-/// problem's to say (`freq` only sets the rows' scale). Without this the
-/// solve shares a table's runs out evenly (bytecode's stream_vm: twelve
-/// cases, from 25 % of the stream down to 1 %, each given 1/12).
+/// problem's to say (`freq` only sets the rows' scale). Only where the
+/// counts are [`CASE_SPREAD_EVIDENCE`] apart; a case counted at zero is
+/// left free. Without this the solve shares a table's runs out evenly
+/// (bytecode's stream_vm: twelve cases, from 25 % of the stream down to
+/// 1 %, each given 1/12).
 fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prepared) {
     for &b in &l.body {
         if cfg.last_insn(b).instr.flow_control() != iced_x86::FlowControl::IndirectBranch {
@@ -579,15 +581,15 @@ fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prep
             .map(|&c| c / (1.0 - (c / all).min(0.9)))
             .collect();
         let sum: f64 = runs.iter().sum();
-        let Some(most) = (0..to.len()).max_by(|&i, &j| runs[i].total_cmp(&runs[j])) else {
+        let Some(top) = (0..to.len()).max_by(|&i, &j| runs[i].total_cmp(&runs[j])) else {
             continue;
         };
-        for (i, &t) in to.iter().enumerate().filter(|&(i, _)| i != most) {
+        for (i, &t) in to.iter().enumerate().filter(|&(i, _)| i != top) {
             p.problem.shares.push(crate::flow_solve::Share {
                 a: t,
-                b: to[most],
-                ratio: runs[i] / runs[most],
-                level: through * runs[most] / sum,
+                b: to[top],
+                ratio: runs[i] / runs[top],
+                level: through * runs[top] / sum,
                 error: CASE_SHARE_ERROR,
             });
             p.guess(t, Guess::CaseShare);

@@ -4,6 +4,9 @@
 //! come as close as possible to the estimates in weighted least squares.
 //! Blocks without an estimate take their frequency from their neighbours;
 //! an entry may carry an estimate of its own (how often callers call in).
+//! Two blocks may also be held to a ratio, softly (`shares`: a jump
+//! table's cases as the refills counted at them say), which splits flow
+//! without setting how much there is.
 //!
 //! Conservation is a heavily weighted penalty row per block; the normal
 //! equations (sparse, SPD thanks to a tiny ridge) are solved by sparse
@@ -817,7 +820,7 @@ enum RowKey {
 /// arcs a round clamps (a clamped arc keeps its place, with zeros): per
 /// block its in- and out-arcs (conservation) and its in-arcs (its estimate,
 /// should it have one), per link the callee's entry and the sites'
-/// in-arcs. The normal matrix's pattern is built from these rows (see
+/// in-arcs, per tie or share both blocks' in-arcs. The normal matrix's pattern is built from these rows (see
 /// [`NormalPattern`]), so every solve of the same network (reweighting
 /// rounds, pass 1 and pass 2) shares one ordering and one symbolic
 /// factorization. Sorted by key.
