@@ -496,15 +496,7 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
             {
                 cases.extend(cfg.successors(b).map(|e| e.to));
             }
-            iced_x86::FlowControl::IndirectBranch => {
-                let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
-                to.sort_unstable();
-                to.dedup();
-                if to.len() < DISPATCH_TARGETS || !to.iter().all(|&t| l.contains(t)) {
-                    return None;
-                }
-                cases.extend(to);
-            }
+            iced_x86::FlowControl::IndirectBranch => cases.extend(table_targets(cfg, l, b)?),
             _ => return None,
         }
     }
@@ -515,6 +507,15 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     } else {
         UnsureBranches::Dispatch(cases)
     })
+}
+
+/// The targets of block `b`'s indirect jump where it dispatches inside
+/// loop `l`: at least [`DISPATCH_TARGETS`] of them, all the loop's.
+fn table_targets(cfg: &Cfg, l: &crate::cfg::Loop, b: usize) -> Option<Vec<usize>> {
+    let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
+    to.sort_unstable();
+    to.dedup();
+    (to.len() >= DISPATCH_TARGETS && to.iter().all(|&t| l.contains(t))).then_some(to)
 }
 
 /// Relative error of a table case's share of its dispatches read from the
@@ -544,12 +545,9 @@ fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prep
         if cfg.last_insn(b).instr.flow_control() != iced_x86::FlowControl::IndirectBranch {
             continue;
         }
-        let mut to: Vec<usize> = cfg.successors(b).map(|e| e.to).collect();
-        to.sort_unstable();
-        to.dedup();
-        if to.len() < DISPATCH_TARGETS || to.iter().any(|&t| !l.contains(t)) {
+        let Some(mut to) = table_targets(cfg, l, b) else {
             continue;
-        }
+        };
         // A case with an estimate of its own keeps it to itself: tied to
         // the others it would carry its error to them all (Golden Cove's
         // interp: one case's 16 refetch samples took six down 10-35 %).
