@@ -983,6 +983,10 @@ fn a_jump_tables_cases_share_its_runs_as_their_refills_say() {
             case0 > case2 && case2 > case6 && case6 > case10,
             "{set}: {case0} {case2} {case6} {case10}"
         );
+        let why = block_at(&report, "0x1510")["confidence_why"]
+            .as_str()
+            .unwrap_or("");
+        assert!(why.contains("jump table's case"), "{set}: {why}");
     }
 }
 

@@ -590,7 +590,9 @@ fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prep
                 level: through * runs[top] / sum,
                 error: CASE_SHARE_ERROR,
             });
-            p.guess(t, Guess::CaseShare);
+        }
+        for &t in &to {
+            p.guessed[t] = Some(Guess::CaseShare);
         }
     }
 }
