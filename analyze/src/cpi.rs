@@ -533,7 +533,9 @@ const CASE_SPREAD_EVIDENCE: f64 = 2.0;
 /// that have no estimate of their own share the table's runs as the
 /// refills counted at them say: a random stream of cases mispredicts into
 /// case t on about the share (1 − s_t) of its runs, s_t its share of the
-/// stream, so runs go as refills / (1 − s_t). A ratio to the case with
+/// stream, so runs go as refills / (1 − s_t) (a stream the predictor
+/// learns in part, as kernels' repeated interp codes, bends this:
+/// datasets/skid/dispatch_learning.c). A ratio to the case with
 /// the most, not an estimate: the table's total stays the rest of the
 /// problem's to say (`freq` only sets the rows' scale). Only where the
 /// counts are [`CASE_SPREAD_EVIDENCE`] apart; a case counted at zero is
