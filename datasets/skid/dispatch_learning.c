@@ -7,7 +7,7 @@
  * mispredicts a trip from the cases' shares (a random stream: 0.86 here);
  * if the repeated stream runs much faster, the predictor learned part of
  * it and that share overstates the mispredicts.
- * Core cycles from a dependent add chain (one add a cycle); best of five.
+ * Core cycles from a dependent add chain (ticks_per_cycle.h); best of five.
  *
  * Build and run: gcc -O2 -o /tmp/dispatch_learning datasets/skid/dispatch_learning.c
  *                taskset -c 1 /tmp/dispatch_learning
@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <x86intrin.h>
+
+#include "ticks_per_cycle.h"
 
 #define LEN 4096
 #define ARRAYS 64
@@ -36,14 +38,6 @@ __attribute__((noinline)) long interp(const unsigned char *code, int len, long a
         }
     }
     return acc;
-}
-
-__attribute__((noinline)) long chain(long n)
-{
-    long x = 0;
-    for (long i = 0; i < n; i++)
-        __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
-    return x;
 }
 
 /* Best of five of 8,000 calls, each over array 0 (`arrays` 1) or the next
@@ -72,15 +66,7 @@ int main(void)
             rng = rng * 1103515245 + 12345;
             codes[k][i] = (unsigned char)((rng >> 16) % 9);
         }
-    double b = 1e30;
-    for (int k = 0; k < 5; k++) {
-        uint64_t t0 = __rdtsc();
-        chain(20000000);
-        uint64_t t1 = __rdtsc();
-        if (t1 - t0 < b)
-            b = t1 - t0;
-    }
-    double tpc = b / (20000000.0 * 4);
+    double tpc = ticks_per_cycle();
     printf("TSC ticks per core cycle: %.3f\n\n", tpc);
     printf("| stream | cycles a trip |\n| --- | --- |\n");
     printf("| one array of %d codes, repeated | %.2f |\n", LEN, ticks_a_trip(1) / tpc);

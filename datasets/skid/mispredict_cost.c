@@ -7,7 +7,7 @@
  *             stream_vm): load the opcode, load the table entry, add, jmp.
  * Each is the front end's refill plus the latency of the branch's inputs,
  * which the refetched path must compute again before the branch resolves.
- * Core cycles from a dependent add chain (one add a cycle); best of five;
+ * Core cycles from a dependent add chain (ticks_per_cycle.h); best of five;
  * 16 M trips over a stream too long for the predictor to learn.
  *
  * Build and run: gcc -O2 -o /tmp/mispredict_cost datasets/skid/mispredict_cost.c
@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <x86intrin.h>
+
+#include "ticks_per_cycle.h"
 
 #define N (1 << 24)
 static unsigned char ops[N];
@@ -53,14 +55,6 @@ __attribute__((noinline)) long dispatch(const unsigned char *p, long n)
     return a ^ c;
 }
 
-__attribute__((noinline)) long chain(long n)
-{
-    long x = 0;
-    for (long i = 0; i < n; i++)
-        __asm__ volatile("add $1,%0\n\tadd $1,%0\n\tadd $1,%0\n\tadd $1,%0" : "+r"(x));
-    return x;
-}
-
 static double best_ticks(long (*f)(const unsigned char *, long))
 {
     double b = 1e30;
@@ -90,15 +84,7 @@ static void measure(const char *name, long (*f)(const unsigned char *, long), in
 
 int main(void)
 {
-    double b = 1e30;
-    for (int k = 0; k < 5; k++) {
-        uint64_t t0 = __rdtsc();
-        chain(20000000);
-        uint64_t t1 = __rdtsc();
-        if (t1 - t0 < b)
-            b = t1 - t0;
-    }
-    double tpc = b / (20000000.0 * 4);
+    double tpc = ticks_per_cycle();
     printf("TSC ticks per core cycle: %.3f\n\n", tpc);
     printf("| loop | ways | cycles a trip, predictable | random | mispredicts a trip (1 - 1/ways) | cycles per mispredict |\n");
     printf("| --- | --- | --- | --- | --- | --- |\n");
