@@ -25,6 +25,10 @@ fn json_contract_and_known_answers() {
     let _g = live(); // calibrate times the host: nothing else may run meanwhile
     let v = model(&["--hex", "48 0f af c3", "--cpu", "zen5"]);
     assert!((cpi(&v) - 3.0).abs() < 0.1, "{v}");
+    // How the figures were measured: an imul chain settles.
+    let sim = &v["simulation"];
+    assert_eq!(sim["steady"], true, "{v}");
+    assert!(sim["measured"].as_u64().unwrap() <= sim["iterations"].as_u64().unwrap());
     let i = &v["insns"][0];
     for field in [
         "addr",

@@ -26,6 +26,9 @@
 //! `DCPI_MODEL_CPU=NAME` models with another description than Golden
 //! Cove's (the identity check of a speed change runs over all of them).
 //!
+//! `DCPI_MODEL_ITERS=1` also prints where the simulated instructions go:
+//! their share by iterations simulated and whether the block settled.
+//!
 //! `DCPI_MODEL_WHOLE=1` also models every block of the binary once and
 //! prints how long that took.
 //!
@@ -68,6 +71,41 @@ fn basic_blocks(path: &str) -> Vec<(u64, Vec<u8>)> {
         }
     }
     out
+}
+
+/// Where the simulated instructions go: per outcome (a steady state or
+/// none within the limit) and iterations simulated, the share of all the
+/// instructions simulated (block size × iterations) and the blocks.
+fn iteration_shares(machine: &Machine, blocks: &[(u64, Vec<Decoded>)], opts: Options) {
+    let mut rows: std::collections::BTreeMap<(bool, usize), (usize, usize)> = Default::default();
+    for (_, b) in blocks {
+        let a = analyze(machine, b, opts);
+        let s = a.simulation;
+        let bucket = match s.iterations {
+            i if i <= 12 => i,
+            i if i <= 25 => 25,
+            _ => 400,
+        };
+        let e = rows
+            .entry((s.steady, if s.steady { bucket } else { 0 }))
+            .or_default();
+        e.0 += s.iterations * b.len();
+        e.1 += 1;
+    }
+    let all: usize = rows.values().map(|r| r.0).sum();
+    println!("simulated instructions: {all}");
+    for ((steady, it), (insns, n)) in rows {
+        let what = match (steady, it) {
+            (false, _) => "never steady".to_string(),
+            (true, 25) => "steady, 13-25 iterations".to_string(),
+            (true, 400) => "steady, 26 and more".to_string(),
+            (true, i) => format!("steady, {i} iterations"),
+        };
+        println!(
+            "{:5.1} %  {n:6} blocks  {what}",
+            100.0 * insns as f64 / all as f64
+        );
+    }
 }
 
 fn main() {
@@ -187,6 +225,9 @@ fn main() {
             decoded.len(),
             n as f64 / s
         );
+    }
+    if std::env::var_os("DCPI_MODEL_ITERS").is_some() {
+        iteration_shares(&machine, &blocks, opts);
     }
     if let Ok(path) = std::env::var("DCPI_MODEL_DUMP") {
         let text: String = blocks

@@ -170,6 +170,25 @@ pub struct Analysis {
     pub bounds: Bounds,
     pub insns: Vec<InsnTiming>,
     pub timeline: Vec<TimelineRow>,
+    pub simulation: Simulation,
+}
+
+/// How the simulation behind an analysis ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Simulation {
+    /// Iterations of the block simulated.
+    pub iterations: usize,
+    /// Iterations the cycles and per-instruction figures are averaged over.
+    pub measured: usize,
+    /// The measured iterations are whole periods of a steady state (the
+    /// retirement repeats exactly: the figures are exact). False where it
+    /// never settled within the limit (`(1200 / n).clamp(24, 400)`
+    /// iterations) or a fixed number of iterations was asked for: then
+    /// they are the run's second half, an average.
+    pub steady: bool,
+    /// The number of iterations was asked for (every one is run, no
+    /// steady state is looked for).
+    pub fixed: bool,
 }
 
 fn reg_name(r: Reg) -> String {
@@ -216,6 +235,7 @@ fn no_steady_state(
     block: &[Decoded],
     shapes: &[Shape],
     mode: RepeatMode,
+    simulation: Simulation,
 ) -> Analysis {
     Analysis {
         machine: machine.name.clone(),
@@ -261,6 +281,7 @@ fn no_steady_state(
             })
             .collect(),
         timeline: Vec::new(),
+        simulation,
     }
 }
 
@@ -327,7 +348,13 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         .flatten()
         .or_else(|| chain_rate(&mut res.graph, iterations, stop_early));
     let (Some(chain), false) = (chain, res.measured.is_empty()) else {
-        return no_steady_state(machine, block, &shapes, opts.mode);
+        let simulation = Simulation {
+            iterations: res.iterations,
+            measured: 0,
+            steady: false,
+            fixed: !stop_early,
+        };
+        return no_steady_state(machine, block, &shapes, opts.mode, simulation);
     };
     let g = &res.graph;
     let last_retire = |it: usize| g.dyns[(it + 1) * n - 1].retired as f64;
@@ -689,6 +716,12 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         bounds,
         insns,
         timeline,
+        simulation: Simulation {
+            iterations: res.iterations,
+            measured: res.measured.len(),
+            steady: res.steady,
+            fixed: !stop_early,
+        },
     }
 }
 
@@ -834,6 +867,27 @@ mod tests {
         .unwrap();
         let unrolled = analyze(&Machine::by_name("zen4").unwrap(), &b, Options::default());
         assert_eq!(unrolled.bounds.fetch_lines, 0.0);
+    }
+
+    #[test]
+    fn an_analysis_says_how_its_simulation_ran() {
+        // An add chain settles at once: exact over whole periods.
+        let a = run("48 01 d8", "zen5", RepeatMode::Unrolled);
+        assert!(a.simulation.steady && !a.simulation.fixed);
+        assert!(a.simulation.measured > 0 && a.simulation.measured < a.simulation.iterations);
+        assert!(a.simulation.iterations < 24, "{:?}", a.simulation);
+        // Asked for 50 iterations: all run, the second half measured.
+        let m = Machine::by_name("zen5").unwrap();
+        let b = decode(&parse_hex("48 01 d8").unwrap(), 0x1000, false).unwrap();
+        let opts = Options {
+            mode: RepeatMode::Unrolled,
+            iterations: 50,
+        };
+        let s = analyze(&m, &b, opts).simulation;
+        assert_eq!(
+            (s.iterations, s.measured, s.steady, s.fixed),
+            (50, 25, false, true)
+        );
     }
 
     fn run(hex: &str, machine: &str, mode: RepeatMode) -> Analysis {

@@ -1927,6 +1927,11 @@ pub(crate) struct SimResult<'a> {
     pub graph: Graph<'a>,
     /// Iterations of the steady state the results are measured over.
     pub measured: Range<usize>,
+    /// Iterations simulated, and whether `measured` is whole periods of
+    /// a steady state (not the second half of a run that never settled,
+    /// or of a fixed number of iterations).
+    pub iterations: usize,
+    pub steady: bool,
     /// The ports' bound on cycles per iteration and its group of ports
     /// ([`port_bound`]) of the template every iteration from the second or
     /// third on is a copy of; None without one.
@@ -2327,6 +2332,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         .max()
         .unwrap_or(1);
     let mut measured = (iterations / 2)..iterations;
+    let mut steady_found = false;
     // Over the current iteration: cycles its instructions spent in the ROB
     // and its µops from issue to retirement (by Little's law, the ROB's
     // occupancy and the µops in flight, times the iteration's cycles).
@@ -2555,6 +2561,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             (rob_cycles, flight_cycles, retire_shape) = (0, 0, 0);
             if let Some(range) = steady_now {
                 measured = range;
+                steady_found = true;
                 break;
             }
         }
@@ -2567,6 +2574,8 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         ports: ports.filter(|_| g.template.is_some()),
         graph: g,
         measured,
+        iterations: steady.len(),
+        steady: steady_found,
     }
 }
 

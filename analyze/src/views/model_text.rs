@@ -1,7 +1,7 @@
 //! Text rendering of a pipeline-model analysis, in llvm-mca's spirit:
 //! summary, bottleneck and bounds, per-instruction table, timeline.
 
-use dcpi_models::schedule::{Analysis, Stall};
+use dcpi_models::schedule::{Analysis, Simulation, Stall};
 use std::fmt::Write;
 
 fn stall_text(s: &Stall) -> String {
@@ -46,6 +46,20 @@ fn stall_text(s: &Stall) -> String {
     }
 }
 
+/// How the figures were measured: exact over whole periods of a steady
+/// state, or an average over a run that never settled.
+fn simulated(s: &Simulation) -> String {
+    let n = s.iterations;
+    match (s.steady, s.fixed, s.measured) {
+        (true, _, m) => format!("{n} iterations; steady state, measured over the last {m}"),
+        (false, _, 0) => format!("{n} iterations; no steady state"),
+        (false, true, m) => format!("{n} iterations as asked; averaged over the last {m}"),
+        (false, false, m) => {
+            format!("{n} iterations; no steady state found: averaged over the last {m}")
+        }
+    }
+}
+
 pub fn render(a: &Analysis) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Machine:              {}", a.machine);
@@ -53,6 +67,7 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(out, "Instructions:         {}", a.instructions);
     let _ = writeln!(out, "Cycles per iteration: {:.2}", a.cycles_per_iteration);
     let _ = writeln!(out, "IPC:                  {:.2}", a.ipc);
+    let _ = writeln!(out, "Simulated:            {}", simulated(&a.simulation));
     let _ = writeln!(out, "Bottleneck:           {}", a.bottleneck);
     let b = &a.bounds;
     let mut taken = if b.taken_branches > 0.0 {
