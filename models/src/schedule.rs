@@ -347,14 +347,19 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         .then(|| chain_rate_unsimulated(&mut res.graph))
         .flatten()
         .or_else(|| chain_rate(&mut res.graph, iterations, stop_early));
+    let simulation = Simulation {
+        iterations: res.iterations,
+        measured: res.measured.len(),
+        steady: res.steady,
+        fixed: !stop_early,
+    };
     let (Some(chain), false) = (chain, res.measured.is_empty()) else {
-        let simulation = Simulation {
-            iterations: res.iterations,
+        let none = Simulation {
             measured: 0,
             steady: false,
-            fixed: !stop_early,
+            ..simulation
         };
-        return no_steady_state(machine, block, &shapes, opts.mode, simulation);
+        return no_steady_state(machine, block, &shapes, opts.mode, none);
     };
     let g = &res.graph;
     let last_retire = |it: usize| g.dyns[(it + 1) * n - 1].retired as f64;
@@ -716,12 +721,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         bounds,
         insns,
         timeline,
-        simulation: Simulation {
-            iterations: res.iterations,
-            measured: res.measured.len(),
-            steady: res.steady,
-            fixed: !stop_early,
-        },
+        simulation,
     }
 }
 
