@@ -5,7 +5,7 @@
 //! different base registers do not alias, as in most real code; BHive gave
 //! them all the same value) and the buffer's words all holding the address
 //! of a region no register points into (so loaded pointers stay valid and
-//! alias only each other), FTZ/DAZ set; the cost of one copy is
+//! alias only each other), every xmm register 1.0, FTZ/DAZ set; the cost of one copy is
 //! (t_b − t_a) / (b − a), minimum of repeats, converted to core cycles with a
 //! dependent-add calibration taken right before; a third unroll factor c = a/2
 //! checks linearity (the cost per copy between c and a must match that
@@ -232,6 +232,20 @@ fn build(
     for (k, op) in others.iter().enumerate() {
         c.emit(op);
         c.emit(&value(OTHERS[k], k as u64 + 2).to_le_bytes());
+    }
+    // Every xmm register 1.0 in both lanes (a divide or square root of a
+    // zero, a NaN or a denormal may take a shortcut; what a forked child
+    // holds there is whatever it last computed): mov rax, 1.0; movq xmm0,
+    // rax; punpcklqdq xmm0, xmm0; movapd xmm0 into xmm1..xmm15.
+    c.emit(&[0x48, 0xb8]);
+    c.emit(&1.0f64.to_bits().to_le_bytes());
+    c.emit(&[0x66, 0x48, 0x0f, 0x6e, 0xc0, 0x66, 0x0f, 0x6c, 0xc0]);
+    for k in 1u8..16 {
+        if k < 8 {
+            c.emit(&[0x66, 0x0f, 0x28, 0xc0 | (k << 3)]);
+        } else {
+            c.emit(&[0x66, 0x44, 0x0f, 0x28, 0xc0 | ((k - 8) << 3)]);
+        }
     }
     // Timestamp (uses rax, rdx: reset them after).
     c.emit(&[
