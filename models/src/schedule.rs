@@ -1392,6 +1392,24 @@ mod tests {
     }
 
     #[test]
+    fn zen5_divider_is_never_idle_while_a_divide_or_square_root_is_ready() {
+        // Measured on a Zen 5 host (session 59, normal operands, rdtsc):
+        // sqrtsd and divsd chains 20.0 and 13.0 cycles; a vsqrtsd with a
+        // vdivsd beside it 12.0 apart (8 + 4 of the shared divider).
+        assert_eq!(cpi("f2 0f 51 c0", "zen5"), 20.0);
+        assert_eq!(cpi("f2 0f 5e c1", "zen5"), 13.0);
+        assert_eq!(cpi("c5 f3 51 d9 c5 eb 5e e1", "zen5"), 12.0);
+        // The vdivsd fed by the vsqrtsd: 11.97 measured. Holding one window
+        // of free divider cycles left gaps no µop fitted: 16.0.
+        assert_eq!(cpi("c5 f3 51 c1 c5 eb 5e d8", "zen5"), 12.0);
+        // Through a vmulsd, into an accumulator: 11.72 measured (17.5 so).
+        assert_eq!(
+            cpi("c5 f3 51 c1 c5 fb 59 c2 c5 eb 5e d8 c5 db 58 e3", "zen5"),
+            12.0
+        );
+    }
+
+    #[test]
     fn zen5_alu_ops_fed_by_alu_ops_take_more_than_a_slot() {
         // Measured on a Zen 5 host (session 47, models/examples/measure.rs).
         // mov $1,%eax; add %r10d,%eax: 0.49 (three slots of six ALUs).
