@@ -21,6 +21,7 @@ pub const CLASSES: &[&str] = &[
     "cmov",
     "setcc",
     "cmov_carry_zero",
+    "cmov_signed",
     "setcc_carry_zero",
     "high8_read",
     "bitcount",
@@ -958,6 +959,11 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 // Above / below-or-equal read CF and ZF, which Intel keeps
                 // apart: two µops there (measured on Golden Cove).
                 Mnemonic::Cmova | Mnemonic::Cmovbe => "cmov_carry_zero",
+                // Signed conditions read SF and OF (and ZF): one flag group
+                // on Intel, but two cycles from the flags on Zen 5.
+                Mnemonic::Cmovl | Mnemonic::Cmovge | Mnemonic::Cmovle | Mnemonic::Cmovg => {
+                    "cmov_signed"
+                }
                 Mnemonic::Seta | Mnemonic::Setbe => "setcc_carry_zero",
                 _ if m.starts_with("cmov") => "cmov",
                 _ if m.starts_with("set") => "setcc",

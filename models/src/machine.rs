@@ -384,6 +384,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_byte_shuffle", "vec_shuffle"),
     ("vec_blendv", "vec_shuffle"),
     ("cmov_carry_zero", "cmov"),
+    ("cmov_signed", "cmov"),
     ("setcc_carry_zero", "setcc"),
     ("high8_read", "alu"),
     ("lea_scaled", "lea"),

@@ -1392,6 +1392,16 @@ mod tests {
     }
 
     #[test]
+    fn zen5_signed_cmovs_wait_two_cycles_for_their_flags() {
+        // Measured on a Zen 5 host (session 59, models/examples/measure.rs):
+        // cmp; cmovle 3.00 a trip, as cmp; cmova; cmp; cmove 2.00.
+        assert_eq!(cpi("39 c8 0f 4e c8", "zen5"), 3.0);
+        assert_eq!(cpi("39 c8 0f 44 c8", "zen5"), 2.0);
+        // edit_distance's running minimum (add; cmp; cmovle): 4.00.
+        assert_eq!(cpi("83 c1 01 39 c8 0f 4e c8", "zen5"), 4.0);
+    }
+
+    #[test]
     fn zen5_divider_is_never_idle_while_a_divide_or_square_root_is_ready() {
         // Measured on a Zen 5 host (session 59, normal operands, rdtsc):
         // sqrtsd and divsd chains 20.0 and 13.0 cycles; a vsqrtsd with a
