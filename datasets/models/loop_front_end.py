@@ -29,6 +29,8 @@ code and alignment as the recorded binaries): matchers' `b64_encode` 32
 instructions 5.05-5.32 cycles a trip (model 4.33), textproc's `checksum`
 33 instructions 4.97 (model 3.83).
 
+Every start at a multiple of 4 bytes: loop-front-end-zen5.tsv.
+
 Usage: loop_front_end.py [PAD ...]   (default 0 16 32 48)
 """
 import os
