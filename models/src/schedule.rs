@@ -1402,6 +1402,16 @@ mod tests {
     }
 
     #[test]
+    fn zen5_converts_in_three_cycles_and_gives_a_wide_products_high_half_a_cycle_late() {
+        // Measured on a Zen 5 host (session 59, models/examples/measure.rs).
+        assert_eq!(cpi("f3 0f 5a c0", "zen5"), 3.0); // cvtss2sd chain
+                                                     // cvtsi2sd; cvttsd2si: 13.0.
+        assert_eq!(cpi("f2 48 0f 2a c0 f2 48 0f 2c c0", "zen5"), 13.0);
+        assert_eq!(cpi("48 f7 e1", "zen5"), 3.0); // mul %rcx through rax
+        assert_eq!(cpi("48 f7 e1 48 89 d1", "zen5"), 4.0); // through rdx
+    }
+
+    #[test]
     fn zen5_divider_is_never_idle_while_a_divide_or_square_root_is_ready() {
         // Measured on a Zen 5 host (session 59, normal operands, rdtsc):
         // sqrtsd and divsd chains 20.0 and 13.0 cycles; a vsqrtsd with a
