@@ -45,6 +45,8 @@ pub const CLASSES: &[&str] = &[
     "vec_blendv",
     "vec_shift",
     "vec_lane_cross",
+    "vec_permute",
+    "vec_lane_insert",
     "vec_imul",
     "vec_imul_narrow",
     "fp_add",
@@ -256,7 +258,7 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
             (false, c) => c,
             (true, "vec_compare") => "vec512_compare",
             (true, "vec_shuffle" | "vec_byte_shuffle" | "vec_align") => "vec512_shuffle",
-            (true, "vec_lane_cross") => "vec512_lane_cross",
+            (true, "vec_lane_cross" | "vec_permute" | "vec_lane_insert") => "vec512_lane_cross",
             (true, _) => "vec512_alu",
         })
     };
@@ -337,27 +339,29 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     if starts(m, &["pmul", "pmadd"]) {
         return int("vec_imul_narrow");
     }
+    // Permutes within each 128-bit lane are shuffles (Zen 5 measured:
+    // `vpermilps`/`vpermilpd` chains 2.00, as `vpshufb`).
+    if starts(m, &["permil"]) {
+        return int("vec_shuffle");
+    }
+    // Across lanes (Zen 5 measured, chains: `vpermq`/`vpermd`/`vpermps`/
+    // `vpermpd` 4.00, `vperm2i128` and `vextract*128` 3.00, `vinsert*128`
+    // and broadcasts 2.00): the full permutes and the inserts and
+    // broadcasts are classes of their own, costed as the rest where a
+    // description does not tell them apart.
     if starts(
         m,
         &[
-            "perm",
-            "broadcast",
-            "pbroadcast",
-            "insertf128",
-            "inserti128",
-            "extractf128",
-            "extracti128",
-            "perm2",
-            "insertf",
-            "inserti",
-            "extractf",
-            "extracti",
-            "gather",
-            "compress",
-            "expand",
+            "perm2", "extractf", "extracti", "gather", "compress", "expand",
         ],
     ) {
         return int("vec_lane_cross");
+    }
+    if starts(m, &["broadcast", "pbroadcast", "insertf", "inserti"]) {
+        return int("vec_lane_insert");
+    }
+    if starts(m, &["perm"]) {
+        return int("vec_permute");
     }
     // Variable blends: the byte shuffles' two pipes on Zen 4, one cycle.
     if starts(m, &["pblendv", "blendv"]) {
@@ -1314,6 +1318,25 @@ mod tests {
             one(&[0x66, 0x0f, 0x38, 0x00, 0xc1]).class,
             "vec_byte_shuffle"
         ); // pshufb
+    }
+
+    #[test]
+    fn lane_crossing_forms_split_by_cost() {
+        // In-lane permutes are shuffles; full permutes, inserts and
+        // broadcasts classes of their own (Zen 5: 4 and 2 cycles against
+        // the extracts' 3).
+        let class = |b: &[u8]| one(b).class;
+        assert_eq!(class(&[0xc4, 0xe3, 0x7d, 0x04, 0xc0, 0x1b]), "vec_shuffle"); // vpermilps
+        assert_eq!(class(&[0xc4, 0xe3, 0xfd, 0x00, 0xc0, 0x1b]), "vec_permute"); // vpermq
+        assert_eq!(
+            class(&[0xc4, 0xe3, 0x7d, 0x18, 0xc0, 0x01]),
+            "vec_lane_insert"
+        ); // vinsertf128
+        assert_eq!(class(&[0xc4, 0xe2, 0x7d, 0x58, 0xc0]), "vec_lane_insert"); // vpbroadcastd
+        assert_eq!(
+            class(&[0xc4, 0xe3, 0x7d, 0x19, 0xc0, 0x01]),
+            "vec_lane_cross"
+        ); // vextractf128
     }
 
     #[test]

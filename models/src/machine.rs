@@ -427,6 +427,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec512_compare", "vec512_alu"),
     ("vec512_shuffle", "vec512_alu"),
     ("vec512_lane_cross", "vec512_alu"),
+    ("vec_permute", "vec_lane_cross"),
+    ("vec_lane_insert", "vec_lane_cross"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
