@@ -325,6 +325,26 @@ struct MechanismProbe {
 
 const MECHANISMS: &[MechanismProbe] = &[
     MechanismProbe {
+        field: "cmov_signed",
+        what: "cmp %ecx,%eax; cmovle %eax,%ecx (3 if a signed cmov waits two cycles for its flags, 2 if one)",
+        code: &[0x39, 0xc8, 0x0f, 0x4e, 0xc8],
+    },
+    MechanismProbe {
+        field: "mul_wide",
+        what: "mul %rcx; mov %rdx,%rcx (4 if the high half comes a cycle after the low, as mul_wide_high says; 3 if with it)",
+        code: &[0x48, 0xf7, 0xe1, 0x48, 0x89, 0xd1],
+    },
+    MechanismProbe {
+        field: "cvt_from_gpr",
+        what: "cvtsi2sd %rax,%xmm0; cvttsd2si %xmm0,%rax (its latency and cvt_to_gpr's)",
+        code: &[0xf2, 0x48, 0x0f, 0x2a, 0xc0, 0xf2, 0x48, 0x0f, 0x2c, 0xc0],
+    },
+    MechanismProbe {
+        field: "fp_div",
+        what: "vsqrtsd %xmm1,%xmm1,%xmm0; vdivsd %xmm0,%xmm2,%xmm3 (its occupancy and fp_sqrt's summed if they share a unit)",
+        code: &[0xc5, 0xf3, 0x51, 0xc1, 0xc5, 0xeb, 0x5e, 0xd8],
+    },
+    MechanismProbe {
         field: "memory_renaming",
         what: "mov %rax,8(%rbx); mov 8(%rbx),%rax (64-bit, not the stack)",
         code: &[0x48, 0x89, 0x43, 0x08, 0x48, 0x8b, 0x43, 0x08],
