@@ -23,6 +23,24 @@ struct Probe {
     independent: &'static [u8],
 }
 
+/// `OP %xmm8, %xmmK` for K = 0..7, a legacy SSE instruction of mandatory
+/// prefix `prefix` (0xf2 for sd, 0xf3 for ss) and opcode `0x0f op`: eight
+/// instances, independent but for each destination's own chain.
+const fn sse_from_xmm8(prefix: u8, op: u8) -> [u8; 40] {
+    let mut b = [0u8; 40];
+    let mut k = 0;
+    while k < 8 {
+        let at = 5 * k;
+        b[at] = prefix;
+        b[at + 1] = 0x41; // REX.B: xmm8
+        b[at + 2] = 0x0f;
+        b[at + 3] = op;
+        b[at + 4] = 0xc0 | ((k as u8) << 3);
+        k += 1;
+    }
+    b
+}
+
 const PROBES: &[Probe] = &[
     Probe {
         class: "alu",
@@ -103,21 +121,14 @@ const PROBES: &[Probe] = &[
         chain: &[0xf2, 0x0f, 0x58, 0xc1], // addsd %xmm1,%xmm0
         chain_len: 1,
         // addsd %xmm8 into xmm0..xmm7
-        independent: &[
-            0xf2, 0x41, 0x0f, 0x58, 0xc0, 0xf2, 0x41, 0x0f, 0x58, 0xc8, 0xf2, 0x41, 0x0f, 0x58,
-            0xd0, 0xf2, 0x41, 0x0f, 0x58, 0xd8, 0xf2, 0x41, 0x0f, 0x58, 0xe0, 0xf2, 0x41, 0x0f,
-            0x58, 0xe8, 0xf2, 0x41, 0x0f, 0x58, 0xf0, 0xf2, 0x41, 0x0f, 0x58, 0xf8,
-        ],
+        independent: &sse_from_xmm8(0xf2, 0x58),
     },
     Probe {
         class: "fp_mul",
         chain: &[0xf2, 0x0f, 0x59, 0xc1], // mulsd %xmm1,%xmm0
         chain_len: 1,
-        independent: &[
-            0xf2, 0x41, 0x0f, 0x59, 0xc0, 0xf2, 0x41, 0x0f, 0x59, 0xc8, 0xf2, 0x41, 0x0f, 0x59,
-            0xd0, 0xf2, 0x41, 0x0f, 0x59, 0xd8, 0xf2, 0x41, 0x0f, 0x59, 0xe0, 0xf2, 0x41, 0x0f,
-            0x59, 0xe8, 0xf2, 0x41, 0x0f, 0x59, 0xf0, 0xf2, 0x41, 0x0f, 0x59, 0xf8,
-        ],
+        // mulsd %xmm8 into xmm0..xmm7
+        independent: &sse_from_xmm8(0xf2, 0x59),
     },
     // The divider and square root: not pipelined, so eight instances
     // measure their occupancy (each is also a chain of its own through its
@@ -129,33 +140,21 @@ const PROBES: &[Probe] = &[
         chain: &[0xf2, 0x0f, 0x5e, 0xc1], // divsd %xmm1,%xmm0
         chain_len: 1,
         // divsd %xmm8 into xmm0..xmm7
-        independent: &[
-            0xf2, 0x41, 0x0f, 0x5e, 0xc0, 0xf2, 0x41, 0x0f, 0x5e, 0xc8, 0xf2, 0x41, 0x0f, 0x5e,
-            0xd0, 0xf2, 0x41, 0x0f, 0x5e, 0xd8, 0xf2, 0x41, 0x0f, 0x5e, 0xe0, 0xf2, 0x41, 0x0f,
-            0x5e, 0xe8, 0xf2, 0x41, 0x0f, 0x5e, 0xf0, 0xf2, 0x41, 0x0f, 0x5e, 0xf8,
-        ],
+        independent: &sse_from_xmm8(0xf2, 0x5e),
     },
     Probe {
         class: "fp_sqrt",
         chain: &[0xf2, 0x0f, 0x51, 0xc0], // sqrtsd %xmm0,%xmm0
         chain_len: 1,
         // sqrtsd %xmm8 into xmm0..xmm7
-        independent: &[
-            0xf2, 0x41, 0x0f, 0x51, 0xc0, 0xf2, 0x41, 0x0f, 0x51, 0xc8, 0xf2, 0x41, 0x0f, 0x51,
-            0xd0, 0xf2, 0x41, 0x0f, 0x51, 0xd8, 0xf2, 0x41, 0x0f, 0x51, 0xe0, 0xf2, 0x41, 0x0f,
-            0x51, 0xe8, 0xf2, 0x41, 0x0f, 0x51, 0xf0, 0xf2, 0x41, 0x0f, 0x51, 0xf8,
-        ],
+        independent: &sse_from_xmm8(0xf2, 0x51),
     },
     Probe {
         class: "cvt",
         chain: &[0xf3, 0x0f, 0x5a, 0xc0], // cvtss2sd %xmm0,%xmm0
         chain_len: 1,
         // cvtss2sd %xmm8 into xmm0..xmm7
-        independent: &[
-            0xf3, 0x41, 0x0f, 0x5a, 0xc0, 0xf3, 0x41, 0x0f, 0x5a, 0xc8, 0xf3, 0x41, 0x0f, 0x5a,
-            0xd0, 0xf3, 0x41, 0x0f, 0x5a, 0xd8, 0xf3, 0x41, 0x0f, 0x5a, 0xe0, 0xf3, 0x41, 0x0f,
-            0x5a, 0xe8, 0xf3, 0x41, 0x0f, 0x5a, 0xf0, 0xf3, 0x41, 0x0f, 0x5a, 0xf8,
-        ],
+        independent: &sse_from_xmm8(0xf3, 0x5a),
     },
     Probe {
         class: "vec_alu",
@@ -598,5 +597,34 @@ impl Calibration {
             }
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::Register;
+
+    #[test]
+    fn every_probe_is_its_chain_and_eight_of_the_same_instruction() {
+        for p in PROBES {
+            let chain = decode(p.chain, 0, false).expect("a chain block decodes");
+            assert_eq!(chain.len(), p.chain_len, "{}", p.class);
+            let eight = decode(p.independent, 0, false).expect("an independent block decodes");
+            assert_eq!(eight.len(), 8, "{}", p.class);
+            for d in &eight {
+                assert_eq!(d.instr.mnemonic(), chain[0].instr.mnemonic(), "{}", p.class);
+            }
+        }
+    }
+
+    #[test]
+    fn sse_from_xmm8_writes_xmm0_to_xmm7_from_xmm8() {
+        let eight = decode(&sse_from_xmm8(0xf2, 0x5e), 0, false).unwrap();
+        for (k, d) in eight.iter().enumerate() {
+            assert_eq!(d.instr.mnemonic(), iced_x86::Mnemonic::Divsd);
+            assert_eq!(d.instr.op0_register(), Register::XMM0 + k as u32);
+            assert_eq!(d.instr.op1_register(), Register::XMM8);
+        }
     }
 }
