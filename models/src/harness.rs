@@ -5,12 +5,13 @@
 //! different base registers do not alias, as in most real code; BHive gave
 //! them all the same value) and the buffer's words all holding the address
 //! of a region no register points into (so loaded pointers stay valid and
-//! alias only each other), every xmm register 1.0, FTZ/DAZ set; the cost of one copy is
-//! (t_b − t_a) / (b − a), minimum of repeats, converted to core cycles with a
-//! dependent-add calibration taken right before; a third unroll factor c = a/2
-//! checks linearity (the cost per copy between c and a must match that
-//! between a and b within 15%, else the block is refused). Each block runs in a forked
-//! child pinned to one CPU, so a block that faults only loses its own result.
+//! alias only each other), every xmm register 1.0, FTZ/DAZ set; the cost of
+//! one copy is (t_b − t_a) / (b − a), minimum of repeats, converted to core
+//! cycles with a dependent-add calibration taken right before; a third
+//! unroll factor c = a/2 checks linearity (the cost per copy between c and a
+//! must match that between a and b within 15%, else the block is refused).
+//! Each block runs in a forked child pinned to one CPU, so a block that
+//! faults only loses its own result.
 //!
 //! Blocks must not change rsp, transfer control, use rip-relative or segment
 //! addressing, or divide (which may fault); [`measurable`] checks this.
