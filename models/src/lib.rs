@@ -25,11 +25,19 @@
 //! τ 0.9 there: Intel binds µops to ports at rename, which the model can
 //! do (`ports_bound_at_rename`, uiCA's Ice Lake rule: 4.5 % / 0.902) but
 //! leaves off for Golden Cove, as the analyzer's estimates got worse with
-//! it; Skylake, Zen 5 and the generic description are from vendor and
-//! published figures, unmeasured. It models ~0.56–0.66 M instructions per
-//! second of real basic blocks on one core (`cargo bench -p dcpi-models
-//! --bench model_speed`: every block of python3.11 in about a second, 20×
-//! llvm-mca-19 at 10 iterations), short of the 1 M goal.
+//! it; Zen 5 (the current host) 3.8 % / 0.919 on 272 blocks (llvm-mca-19
+//! 42.2 % / 0.662), its divider, conversions and signed cmovs measured
+//! with rdtsc (`datasets/models/divider.c`); Skylake and the generic
+//! description are from vendor and published figures, unmeasured. Not
+//! modeled: how a loop's start in its cache line changes how fast Zen 5's
+//! front end feeds it (up to 1.9x, `datasets/models/loop_front_end.py`),
+//! single-precision divides and square roots (costed as double's), a
+//! unit that is not pipelined given to the oldest ready µop (the model
+//! gives it to the oldest in program order, ready or not). It models
+//! ~0.7–0.9 M instructions per second of real basic blocks on one core
+//! (`cargo bench -p dcpi-models --bench model_speed`: every block of
+//! python3.11 in about a second, 20× llvm-mca-19 at 10 iterations), short
+//! of the 1 M goal.
 //!
 //! Limits: x86-64 Linux only. The clock calibration assumes a dependent
 //! `add reg,reg` chain retires one add per core cycle (true on every x86 core
