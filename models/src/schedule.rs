@@ -447,7 +447,21 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 else {
                     continue;
                 };
-                let p = g.producer_of(e, k);
+                let (mut k, mut p, mut inside) = (k, g.producer_of(e, k), 0);
+                let own_flags = matches!(g.why.get(k as usize), Some(DepWhy::Reg(r)) if *r == crate::classify::FLAGS);
+                if own_flags && g.uops[p].insn == g.uops[e].insn {
+                    // Its flags combined first by a µop of its own (a cmova,
+                    // a signed cmov on Zen 5): the wait is for that µop's
+                    // last input, and the µop's cycle is part of the latency.
+                    let last_in = g.uops[p]
+                        .deps
+                        .iter()
+                        .max_by_key(|&j| g.uops[g.producer_of(p, j)].complete().unwrap_or(0));
+                    if let Some(j) = last_in {
+                        inside = g.uops[p].latency;
+                        (k, p) = (j, g.producer_of(p, j));
+                    }
+                }
                 let pd = &g.dyns[g.uops[p].insn as usize];
                 match g.why.get(k as usize) {
                     Some(DepWhy::Forward(st)) => count(Why::Forward(*st)),
@@ -455,12 +469,15 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         reg: *r,
                         producer: pd.stat as usize,
                         // A wide multiply's high half: from its inputs.
-                        latency: match pd.exec {
-                            Some(x) if x as usize != p && shapes[pd.stat as usize].wide_mul64 => {
-                                g.uops[x as usize].latency + g.uops[p].latency
-                            }
-                            _ => g.uops[p].latency,
-                        },
+                        latency: inside
+                            + match pd.exec {
+                                Some(x)
+                                    if x as usize != p && shapes[pd.stat as usize].wide_mul64 =>
+                                {
+                                    g.uops[x as usize].latency + g.uops[p].latency
+                                }
+                                _ => g.uops[p].latency,
+                            },
                         carried: (pd.iter as usize) < it,
                     }),
                     None => {}
@@ -1389,6 +1406,29 @@ mod tests {
         // Not zero-extending loads (movzwl 7.00 measured), not xmm.
         assert!(cpi("66 89 43 08 0f b7 43 08", "zen5") >= 6.0);
         assert!(cpi("66 0f d6 43 08 48 8b 43 08 66 48 0f 6e c0", "zen5") >= 9.0);
+    }
+
+    #[test]
+    fn a_cmov_whose_flags_take_a_uop_of_their_own_names_the_compare() {
+        // cmp %ecx,%eax; cmova (Golden Cove) / cmovle (Zen 5) %eax,%ecx: the
+        // wait is for the cmp's flags, two cycles to the result, not for
+        // the cmov's own flags µop.
+        for (hex, cpu) in [
+            ("39 c8 0f 47 c8", "golden-cove"),
+            ("39 c8 0f 4e c8", "zen5"),
+        ] {
+            let a = run(hex, cpu, RepeatMode::Unrolled);
+            let dep = a.insns[1].stalls.iter().find_map(|st| match st {
+                Stall::Dependency {
+                    register,
+                    producer,
+                    latency,
+                    ..
+                } => Some((register.clone(), *producer, *latency)),
+                _ => None,
+            });
+            assert_eq!(dep, Some(("flags".to_string(), 0, 2)), "{cpu}");
+        }
     }
 
     #[test]
