@@ -18,6 +18,13 @@ Zen 5 host of session 59 (EPYC family 26 model 2, KVM), two runs each
   20: 2.93 / 3.94 / 2.47 / 2.96; 32: 3.95 / 5.92 / 3.97 / 3.95;
   37: 5.95 / 6.93 / 4.58 / 4.56; 45: 6.95 / 6.91 / 5.55 / 5.96.
 
+With 7-byte nops (`nopl 0x1000(%rax)`, MOVES edited) at offset 0 the
+13-20 plateau is gone (13 µops 1.67, 16 2.07, 24 3.03: µops / 8); slow
+trips come where the loop's end crosses a line (10-12 µops 2.00, 19-22
+3.00-3.06, 28 4.37): the 3-byte table's plateau at 13 µops is a line
+holding more than 12 of them, reached by the taken branch (at offset 32
+the same loops, whose first line holds 11, run at µops / 8).
+
 So a loop's trip is not its µops over the dispatch width: where its start
 sits in a line changes it by up to 1.9x, and a loop starting a line is
 often the slowest. The model (zen5.toml, Loop mode) takes dense code at
