@@ -25,6 +25,14 @@ trips come where the loop's end crosses a line (10-12 µops 2.00, 19-22
 holding more than 12 of them, reached by the taken branch (at offset 32
 the same loops, whose first line holds 11, run at µops / 8).
 
+Decisive (a C program like the one below, 25 µops a trip, the loop's
+first line filled to its 64 bytes with 4- and 6-byte nops, the rest 7-byte
+nops): 12 instructions in the loop's first line 3.09-3.12 cycles a trip
+(µops / 8), 13 in it 4.92-4.98; 9 7-byte nops first then 15 3-byte moves
+3.12, 20 moves first then 4 nops 3.97. So: a loop whose first line (from
+its start to the line's end) holds more than 12 instructions pays extra
+cycles a trip (how many is not yet fitted: the 3-byte table's plateaus).
+
 So a loop's trip is not its µops over the dispatch width: where its start
 sits in a line changes it by up to 1.9x, and a loop starting a line is
 often the slowest. The model (zen5.toml, Loop mode) takes dense code at
