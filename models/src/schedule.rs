@@ -440,11 +440,13 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             wait += issued.saturating_sub(earliest);
             if ready > earliest {
                 // The input that arrived last explains the wait.
-                let Some(k) = u
-                    .deps
-                    .iter()
-                    .max_by_key(|&k| g.uops[g.producer_of(e, k)].complete().unwrap_or(0))
-                else {
+                let last_input = |x: usize| {
+                    g.uops[x]
+                        .deps
+                        .iter()
+                        .max_by_key(|&j| g.uops[g.producer_of(x, j)].complete().unwrap_or(0))
+                };
+                let Some(k) = last_input(e) else {
                     continue;
                 };
                 let (mut k, mut p, mut inside) = (k, g.producer_of(e, k), 0);
@@ -453,11 +455,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     // Its flags combined first by a µop of its own (a cmova,
                     // a signed cmov on Zen 5): the wait is for that µop's
                     // last input, and the µop's cycle is part of the latency.
-                    let last_in = g.uops[p]
-                        .deps
-                        .iter()
-                        .max_by_key(|&j| g.uops[g.producer_of(p, j)].complete().unwrap_or(0));
-                    if let Some(j) = last_in {
+                    if let Some(j) = last_input(p) {
                         inside = g.uops[p].latency;
                         (k, p) = (j, g.producer_of(p, j));
                     }
