@@ -1131,7 +1131,8 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::FrontEnd { .. }
         | Stall::TakenBranch { .. }
         | Stall::FetchLine { .. }
-        | Stall::DenseCode { .. } => 'f',
+        | Stall::DenseCode { .. }
+        | Stall::OpCache { .. } => 'f',
         Stall::RetireWidth { .. } => 't',
         Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } => 's',
     }

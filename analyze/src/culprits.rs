@@ -159,6 +159,17 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
                 "{width} instructions dispatched that cycle, and one more would have spanned fewer than {bytes} bytes"
             ),
         ),
+        Stall::OpCache {
+            entry_ops,
+            line_entries,
+        } => (
+            "opcache".into(),
+            "op cache".into(),
+            format!(
+                "the loop's first line holds more than {} ops: its lines come from the op cache {line_entries} entries of {entry_ops} a fetch, a fetch past a line's first two cycles later",
+                entry_ops * line_entries
+            ),
+        ),
         Stall::RetireWidth { per_cycle } => (
             "retire".into(),
             "retire width".into(),

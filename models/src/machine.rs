@@ -326,6 +326,22 @@ pub struct Machine {
     /// last byte crosses into the next (rle_encode's inner loop).
     #[serde(default)]
     pub fetch_line_bytes: u32,
+    /// Ops an op-cache entry holds (0: no such rule). Entries are filled
+    /// in order from a taken branch's target, an entry belonging to the
+    /// 64-byte line its first op starts in, and one fetch delivers
+    /// [`Machine::op_cache_line_entries`] entries of one line. A loop
+    /// whose first line (from its start to the line's end) needs more
+    /// than one fetch runs from the op cache the slow way: every line of
+    /// its trip costs a cycle, and each further fetch within a line two
+    /// more (a line of k entries 2·⌈k/2⌉ − 1 cycles). Zen 5, measured
+    /// (`datasets/models/loop_front_end.py`, `op_cache_lines.py`): 6
+    /// ops, 2 entries.
+    #[serde(default)]
+    pub op_cache_entry_ops: u32,
+    /// Entries of one line a fetch delivers (see
+    /// [`Machine::op_cache_entry_ops`]).
+    #[serde(default)]
+    pub op_cache_line_entries: u32,
     /// By class name (see [`Machine::class`]; changed through
     /// [`Machine::class_mut`], which keeps the per-class tables right).
     classes: BTreeMap<String, ClassCost>,

@@ -75,6 +75,10 @@ pub enum Stall {
     /// with it would have spanned fewer than `bytes` bytes
     /// ([`Machine::dense_dispatch_width`]).
     DenseCode { width: u32, bytes: u32 },
+    /// Fetched in a later cycle by a loop the op cache feeds the slow way:
+    /// its first line holds more ops than one fetch of `line_entries`
+    /// entries of `entry_ops` delivers ([`Machine::op_cache_entry_ops`]).
+    OpCache { entry_ops: u32, line_entries: u32 },
     /// A store done, but the cycle's store commits (to another cache
     /// line) used up.
     StoreCommit { per_cycle: u32 },
@@ -143,6 +147,11 @@ pub struct Bounds {
     /// the block does not come back to the same addresses each
     /// iteration).
     pub fetch_lines: f64,
+    /// Cycles per iteration the op cache needs to feed a loop whose first
+    /// line holds more ops than one fetch delivers, a line a cycle and two
+    /// more for each further fetch within a line
+    /// ([`Machine::op_cache_entry_ops`]; 0 elsewhere).
+    pub op_cache: f64,
     /// Cycles per iteration dense code dispatches in
     /// ([`Machine::dense_dispatch_cycles`]; 0 where the code is not dense
     /// or the machine has no such limit).
@@ -252,6 +261,7 @@ fn no_steady_state(
             front_end: 0.0,
             taken_branches: 0.0,
             fetch_lines: 0.0,
+            op_cache: 0.0,
             dense_code: 0.0,
         },
         insns: block
@@ -412,6 +422,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 Some(DispatchStall::TakenBranch) => count(Why::Dispatch(3)),
                 Some(DispatchStall::FetchLine) => count(Why::Dispatch(4)),
                 Some(DispatchStall::DenseCode) => count(Why::Dispatch(5)),
+                Some(DispatchStall::OpCache) => count(Why::Dispatch(6)),
                 None => {}
             }
             match dy.retire_stall {
@@ -504,6 +515,10 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     Why::Dispatch(5) => Stall::DenseCode {
                         width: machine.dense_dispatch_width,
                         bytes: machine.dense_dispatch_bytes,
+                    },
+                    Why::Dispatch(6) => Stall::OpCache {
+                        entry_ops: machine.op_cache_entry_ops,
+                        line_entries: machine.op_cache_line_entries,
                     },
                     Why::Dispatch(_) => Stall::FrontEnd {
                         bytes_per_cycle: machine.decode_bytes.max(16),
@@ -655,6 +670,13 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             (set != 0).then_some((set, uo.occupancy as f64))
         }))
     });
+    let (fetch_cycles, op_cache) = crate::simulate::fetch_clock_cycles(
+        machine,
+        &shapes,
+        &(0..n)
+            .map(|s| g.dyns[half * n + s].slots)
+            .collect::<Vec<_>>(),
+    );
     let bounds = Bounds {
         dispatch,
         ports: ports_bound,
@@ -666,7 +688,8 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         dependency_chain: chain,
         front_end,
         taken_branches,
-        fetch_lines: crate::simulate::fetch_line_cycles(machine, &shapes),
+        fetch_lines: if op_cache { 0.0 } else { fetch_cycles },
+        op_cache: if op_cache { fetch_cycles } else { 0.0 },
         dense_code: machine.dense_dispatch_cycles(slots, bytes as u32),
     };
     let candidates = [
@@ -676,6 +699,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         ("front end (bytes per cycle)", bounds.front_end),
         ("front end (taken branches)", bounds.taken_branches),
         ("front end (fetch lines)", bounds.fetch_lines),
+        ("front end (op cache)", bounds.op_cache),
         ("front end (dense code)", bounds.dense_code),
     ];
     let (name, value) = candidates
@@ -829,6 +853,49 @@ mod tests {
         let next = run("48 83 c1 01 eb 00 48 39 f9 75 f6", "zen4", RepeatMode::Loop);
         assert_eq!(next.bounds.taken_branches, 2.0);
         assert!((next.cycles_per_iteration - 2.0).abs() < 1e-9, "{next:?}");
+    }
+
+    /// Zen 5's op cache feeds a loop whose first line holds more than 12
+    /// ops the slow way: a line a cycle, two more for each further fetch
+    /// of two 6-op entries within a line (measured,
+    /// `datasets/models/op_cache_lines.py`: eliminated 3-byte moves and a
+    /// fused dec; jnz, 13 ops in one line 3.00 cycles a trip, 21 with the
+    /// jnz's last byte in the next line 3.98; the same 13 starting at byte
+    /// 32 of a line 1.59, the model 1.86 there by its dense-code width).
+    #[test]
+    fn zen5_loop_with_a_dense_first_line_is_fed_the_slow_way() {
+        let moves = ["41 89 c0", "41 89 d9", "41 89 ca", "41 89 d3"];
+        let opts = Options {
+            mode: RepeatMode::Loop,
+            iterations: 0,
+        };
+        let at = |k: usize, addr: u64| {
+            let body: Vec<&str> = (0..k).map(|i| moves[i % 4]).collect();
+            let back = 256 - (3 * k + 5);
+            let hex = format!("{} 48 ff cf 75 {back:02x}", body.join(" "));
+            let b = decode(&parse_hex(&hex).unwrap(), addr, false).unwrap();
+            analyze(&Machine::by_name("zen5").unwrap(), &b, opts)
+        };
+        let one_line = at(12, 0x1000);
+        assert!(
+            (one_line.cycles_per_iteration - 3.0).abs() < 1e-9,
+            "{one_line:?}"
+        );
+        assert_eq!(one_line.bounds.op_cache, 3.0);
+        assert_eq!(one_line.bottleneck, "front end (op cache)");
+        assert!(one_line.insns.iter().any(|i| i
+            .stalls
+            .iter()
+            .any(|s| matches!(s, Stall::OpCache { entry_ops: 6, .. }))));
+        let two_lines = at(20, 0x1000);
+        assert!(
+            (two_lines.cycles_per_iteration - 4.0).abs() < 1e-9,
+            "{two_lines:?}"
+        );
+        // Eleven ops in the first line: one fetch, no such wait.
+        let sparse = at(12, 0x1020);
+        assert!(sparse.cycles_per_iteration < 2.0, "{sparse:?}");
+        assert_eq!(sparse.bounds.op_cache, 0.0);
     }
 
     /// codec's `rle_encode` inner loop (27 bytes, three branches on Zen

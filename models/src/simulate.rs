@@ -168,6 +168,9 @@ pub(crate) enum DispatchStall {
     /// Dense code: the cycle's instructions span too few bytes for
     /// another ([`Machine::dense_dispatch_width`]).
     DenseCode,
+    /// A loop fetched the slow way from the op cache
+    /// ([`Machine::op_cache_entry_ops`]).
+    OpCache,
 }
 
 /// The front end's clock: the cycle each instruction is fetched in at the
@@ -179,41 +182,120 @@ pub(crate) enum DispatchStall {
 /// where the sequence comes back to the same addresses every iteration (a
 /// loop, or a block ending in a taken jump); blocks laid back to back
 /// drift through their lines, and the bytes a cycle bound them on average.
+/// A loop whose first line holds more ops than one op-cache fetch
+/// delivers ([`Machine::op_cache_entry_ops`]) is fetched line by line as
+/// well, with two more cycles before each further fetch within a line,
+/// and its back edge ends the cycle.
 pub(crate) struct FetchClock {
     cycle: u64,
     taken: u32,
     taken_limit: u32,
     line_bytes: u64,
     line: Option<u64>,
+    /// A loop fetched the slow way from the op cache: the cycles the
+    /// clock moves on before each static instruction (its op-cache
+    /// fetches within a line past the first); empty elsewhere.
+    op_cache_waits: Vec<u8>,
     /// Why the clock last moved on: what an instruction waiting for it
     /// waited for.
     pub why: DispatchStall,
 }
 
+/// Bytes of the line an op-cache entry belongs to.
+const OP_CACHE_LINE: u64 = 64;
+
+/// Per static instruction, the cycles a loop fetched the slow way from
+/// the op cache waits before it ([`Machine::op_cache_entry_ops`]), or
+/// nothing where the loop's first line needs no more than one fetch (or
+/// `shapes` is not a loop back to its first instruction). `slots`: each
+/// instruction's ops (0 for a branch fused with the one before it).
+fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Vec<u8> {
+    let (entry, per_fetch) = (m.op_cache_entry_ops, m.op_cache_line_entries);
+    let (Some(first), Some(last)) = (shapes.first(), shapes.last()) else {
+        return Vec::new();
+    };
+    if entry == 0 || per_fetch == 0 || !last.taken || slots.len() != shapes.len() {
+        return Vec::new();
+    }
+    // The ops from the loop's start to its first line's end (or to a
+    // taken branch before it).
+    let line_of = |sh: &Shape| sh.addr / OP_CACHE_LINE;
+    let mut head_ops = 0;
+    for (sh, &k) in shapes.iter().zip(slots) {
+        if line_of(sh) != line_of(first) {
+            break;
+        }
+        head_ops += k;
+        if sh.taken {
+            break;
+        }
+    }
+    if head_ops <= entry * per_fetch {
+        return Vec::new();
+    }
+    // Entries in order from each taken branch's target; a fetch past a
+    // line's first waits a cycle for itself and one more.
+    let mut waits = vec![0u8; shapes.len()];
+    let mut entries: Vec<(u64, u32)> = Vec::new();
+    let mut ops = 0;
+    for (s, (sh, &k)) in shapes.iter().zip(slots).enumerate() {
+        for _ in 0..k {
+            if ops % entry == 0 {
+                let line = line_of(sh);
+                let count = match entries.iter_mut().find(|e| e.0 == line) {
+                    Some(e) => {
+                        e.1 += 1;
+                        e.1
+                    }
+                    None => {
+                        entries.push((line, 1));
+                        1
+                    }
+                };
+                if count > per_fetch && (count - 1) % per_fetch == 0 {
+                    waits[s] = waits[s].saturating_add(2);
+                }
+            }
+            ops += 1;
+        }
+        if sh.taken {
+            ops = 0;
+        }
+    }
+    waits
+}
+
 impl FetchClock {
-    pub fn new(m: &Machine, shapes: &[Shape]) -> Self {
+    /// `slots`: each instruction's ops (0 for a branch fused with the one
+    /// before it), for the op cache's entries; empty where not known.
+    pub fn new(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Self {
         let repeats = match (shapes.first(), shapes.last()) {
             (Some(first), Some(last)) => {
                 last.taken || last.addr.wrapping_add(last.len as u64) == first.addr
             }
             _ => false,
         };
+        let op_cache_waits = op_cache_waits(m, shapes, slots);
         FetchClock {
             cycle: 0,
             taken: 0,
             taken_limit: m.taken_branches_per_cycle,
-            line_bytes: if repeats {
+            line_bytes: if !op_cache_waits.is_empty() {
+                OP_CACHE_LINE
+            } else if repeats {
                 m.fetch_line_bytes as u64
             } else {
                 0
             },
             line: None,
+            op_cache_waits,
             why: DispatchStall::TakenBranch,
         }
     }
 
-    /// The cycle `sh` is fetched in at the earliest.
-    pub fn fetch(&mut self, sh: &Shape) -> u64 {
+    /// The cycle static instruction `s` (`sh`) is fetched in at the
+    /// earliest.
+    pub fn fetch(&mut self, s: usize, sh: &Shape) -> u64 {
         if let Some(first) = sh.addr.checked_div(self.line_bytes) {
             let last = (sh.addr + sh.len.max(1) as u64 - 1) / self.line_bytes;
             if self.line.is_some_and(|l| l != first) {
@@ -226,17 +308,26 @@ impl FetchClock {
             }
             self.line = Some(last);
         }
+        if let Some(&wait) = self.op_cache_waits.get(s).filter(|&&w| w > 0) {
+            self.cycle += wait as u64;
+            self.why = DispatchStall::OpCache;
+        }
         self.cycle
     }
 
-    /// After `sh` is fetched: a taken branch ends its cycle's fetch once
-    /// the cycle has followed as many as it can.
-    pub fn passed(&mut self, sh: &Shape) {
+    /// After static instruction `s` (`sh`) is fetched: a taken branch ends
+    /// its cycle's fetch once the cycle has followed as many as it can (a
+    /// slow op-cache loop's back edge, always).
+    pub fn passed(&mut self, s: usize, sh: &Shape) {
         if !sh.taken {
             return;
         }
         self.line = None;
-        if self.taken_limit > 0 {
+        if !self.op_cache_waits.is_empty() && s + 1 == self.op_cache_waits.len() {
+            self.cycle += 1;
+            self.taken = 0;
+            self.why = DispatchStall::OpCache;
+        } else if self.taken_limit > 0 {
             self.taken += 1;
             if self.taken >= self.taken_limit {
                 self.cycle += 1;
@@ -249,22 +340,26 @@ impl FetchClock {
 
 /// Cycles per iteration [`FetchClock`] needs for the lines `shapes` are
 /// fetched from and the taken branches between them, where
-/// [`Machine::fetch_line_bytes`] applies (0 elsewhere): the clock's
-/// advance over a second pass.
-pub(crate) fn fetch_line_cycles(m: &Machine, shapes: &[Shape]) -> f64 {
-    let mut clock = FetchClock::new(m, shapes);
+/// [`Machine::fetch_line_bytes`] applies or the op cache's entries do
+/// (0 elsewhere): the clock's advance over a second pass, and whether it
+/// is the op cache's (a loop fed the slow way) rather than the lines'.
+pub(crate) fn fetch_clock_cycles(m: &Machine, shapes: &[Shape], slots: &[u32]) -> (f64, bool) {
+    let mut clock = FetchClock::new(m, shapes, slots);
     if clock.line_bytes == 0 {
-        return 0.0;
+        return (0.0, false);
     }
     let pass = |clock: &mut FetchClock| {
-        for sh in shapes {
-            clock.fetch(sh);
-            clock.passed(sh);
+        for (s, sh) in shapes.iter().enumerate() {
+            clock.fetch(s, sh);
+            clock.passed(s, sh);
         }
         clock.cycle
     };
     let first = pass(&mut clock);
-    (pass(&mut clock) - first) as f64
+    (
+        (pass(&mut clock) - first) as f64,
+        !clock.op_cache_waits.is_empty(),
+    )
 }
 
 /// Why retirement held an instruction after it was done (and the older
@@ -2307,8 +2402,9 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
     };
     // The front end's clock: the cycle each instruction is fetched in at
     // the earliest, by the taken branches and lines before it.
+    // Built with the first iteration (the op cache counts its ops).
     let taken_limit = m.taken_branches_per_cycle;
-    let mut fetch = FetchClock::new(m, shapes);
+    let mut fetch = FetchClock::new(m, &[], &[]);
     let mut retire = RetireState {
         cycle: 0,
         count: 0,
@@ -2346,6 +2442,10 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         if i >= g.dyns.len() {
             g.build_iteration();
             g.head.resize(g.dyns.len(), 0);
+            if g.built == 1 {
+                let slots: Vec<u32> = g.dyns[..n].iter().map(|d| d.slots).collect();
+                fetch = FetchClock::new(m, shapes, &slots);
+            }
             if bind && g.built == 1 {
                 // One bound µop an iteration meets no other at its port
                 // that a free choice would not: the binding changes
@@ -2384,7 +2484,12 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                         } else {
                             0.0
                         },
-                        fetch_line_cycles(m, shapes),
+                        fetch_clock_cycles(
+                            m,
+                            shapes,
+                            &it.iter().map(|d| d.slots).collect::<Vec<_>>(),
+                        )
+                        .0,
                         m.dense_dispatch_cycles(slots, bytes),
                     ]
                     .into_iter()
@@ -2413,7 +2518,8 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         // Dispatch: a free ROB entry, slots and bytes left in the cycle.
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
         let first_in_cycle = any_group_start && g.costs[g.dyns[i].stat as usize].class.starts_group;
-        let fetched = fetch.fetch(&shapes[g.dyns[i].stat as usize]);
+        let stat = g.dyns[i].stat as usize;
+        let fetched = fetch.fetch(stat, &shapes[stat]);
         while dispatch.cycle < fetched {
             // Fetched after a taken branch or from a later line, in a
             // later cycle.
@@ -2464,7 +2570,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         }
         let dc = dispatch.cycle;
         g.dyns[i].dispatched = dc;
-        fetch.passed(&shapes[g.dyns[i].stat as usize]);
+        fetch.passed(stat, &shapes[stat]);
         issuer.calendar.advance(dc);
         if bind {
             issuer.binder.start(dc);

@@ -36,6 +36,13 @@ fn stall_text(s: &Stall) -> String {
         Stall::DenseCode { width, bytes } => {
             format!("dense code ({width}/cycle under {bytes} B)")
         }
+        Stall::OpCache {
+            entry_ops,
+            line_entries,
+        } => format!(
+            "op cache: loop's first line over {} ops ({line_entries} entries of {entry_ops} a fetch)",
+            entry_ops * line_entries
+        ),
         Stall::RetireWidth { per_cycle } => format!("retire width ({per_cycle}/cycle)"),
         Stall::StoreCommit { per_cycle } => {
             format!("store commit ({per_cycle} line/cycle)")
@@ -77,6 +84,9 @@ pub fn render(a: &Analysis) -> String {
     };
     if b.fetch_lines > 0.0 {
         taken.push_str(&format!(", fetch lines {:.2}", b.fetch_lines));
+    }
+    if b.op_cache > 0.0 {
+        taken.push_str(&format!(", op cache {:.2}", b.op_cache));
     }
     if b.dense_code > 0.0 {
         taken.push_str(&format!(", dense code {:.2}", b.dense_code));
