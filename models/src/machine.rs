@@ -62,7 +62,10 @@ pub struct Machine {
     /// this many slots only when its instructions span at least
     /// [`Machine::dense_dispatch_bytes`] bytes (0: no such limit). Zen 5,
     /// measured: four eliminated moves a copy, 8-16 bytes, 0.51-0.66
-    /// cycles; 18-32 bytes 0.48-0.50.
+    /// cycles; 18-32 bytes 0.48-0.50. Straight-line code only: a loop
+    /// (a sequence ending in a taken branch) dispatches its dense code at
+    /// the full width (measured on Zen 5, session 60; see
+    /// [`Machine::op_cache_entry_ops`] for the loops that do not).
     #[serde(default)]
     pub dense_dispatch_width: u32,
     /// See [`Machine::dense_dispatch_width`].

@@ -362,6 +362,21 @@ pub(crate) fn fetch_clock_cycles(m: &Machine, shapes: &[Shape], slots: &[u32]) -
     )
 }
 
+/// [`Machine::dense_dispatch_width`] where it applies: straight-line code
+/// (a sequence that does not end in a taken branch), 0 in a loop. Zen 5,
+/// measured (session 60, `datasets/models/loop_front_end.py`): loops of
+/// 3-byte eliminated moves whose first line needs one op-cache fetch run
+/// at eight a cycle (13 ops at line offset 32 1.59 cycles a trip), as do
+/// loops of 2- and 3-byte loads, adds and moves (16 and 24 a trip 2.12 and
+/// 3.12): the dense-code width bound made them 14 % slower.
+pub(crate) fn dense_dispatch_width(m: &Machine, shapes: &[Shape]) -> u32 {
+    if shapes.last().is_some_and(|l| l.taken) {
+        0
+    } else {
+        m.dense_dispatch_width
+    }
+}
+
 /// Why retirement held an instruction after it was done (and the older
 /// ones had retired).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -2345,7 +2360,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         m.retire_width,
         m.decode_bytes.max(16),
     );
-    let (dense_width, dense_bytes) = (m.dense_dispatch_width, m.dense_dispatch_bytes);
+    let (dense_width, dense_bytes) = (dense_dispatch_width(m, shapes), m.dense_dispatch_bytes);
     let straddle = m.decode_bytes_straddle;
     // The window whose overflow a cycle carries into the next (0: none).
     let carried_window = if straddle { bytes_pc } else { 0 };
@@ -2490,7 +2505,11 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                             &it.iter().map(|d| d.slots).collect::<Vec<_>>(),
                         )
                         .0,
-                        m.dense_dispatch_cycles(slots, bytes),
+                        if dense_width > 0 {
+                            m.dense_dispatch_cycles(slots, bytes)
+                        } else {
+                            0.0
+                        },
                     ]
                     .into_iter()
                     .fold(0.0, f64::max);
