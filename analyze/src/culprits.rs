@@ -166,7 +166,7 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "opcache".into(),
             "op cache".into(),
             format!(
-                "the loop's first line holds more than {} ops: its lines come from the op cache {line_entries} entries of {entry_ops} a fetch, a fetch past a line's first two cycles later",
+                "the loop comes from the op cache the slow way (its first line holds more than {} ops, or over {entry_ops} with the loop reaching into the next line): a line a cycle, {line_entries} entries of {entry_ops} ops a fetch",
                 entry_ops * line_entries
             ),
         ),

@@ -336,9 +336,11 @@ pub struct Machine {
     /// whose first line (from its start to the line's end) needs more
     /// than one fetch runs from the op cache the slow way: every line of
     /// its trip costs a cycle, and each further fetch within a line two
-    /// more (a line of k entries 2·⌈k/2⌉ − 1 cycles). Zen 5, measured
-    /// (`datasets/models/loop_front_end.py`, `op_cache_lines.py`): 6
-    /// ops, 2 entries.
+    /// more (a line of k entries 2·⌈k/2⌉ − 1 cycles). A loop of one
+    /// fetch's ops or fewer whose first line holds more than one entry and
+    /// whose bytes reach into the next line takes a line a cycle too. Zen
+    /// 5, measured (`datasets/models/loop_front_end.py`,
+    /// `op_cache_lines.py`): 6 ops, 2 entries.
     #[serde(default)]
     pub op_cache_entry_ops: u32,
     /// Entries of one line a fetch delivers (see

@@ -206,8 +206,10 @@ const OP_CACHE_LINE: u64 = 64;
 
 /// Per static instruction, the cycles a loop fetched the slow way from
 /// the op cache waits before it ([`Machine::op_cache_entry_ops`]), or
-/// nothing where the loop's first line needs no more than one fetch (or
-/// `shapes` is not a loop back to its first instruction). `slots`: each
+/// nothing where the loop's first line needs no more than one fetch and
+/// the loop is not a small one whose first line holds two entries (or
+/// `shapes` is not a loop back to its first instruction). Non-empty: the
+/// loop's lines are fetched one a cycle, its back edge ends the cycle. `slots`: each
 /// instruction's ops (0 for a branch fused with the one before it).
 fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Vec<u8> {
     let (entry, per_fetch) = (m.op_cache_entry_ops, m.op_cache_line_entries);
@@ -231,6 +233,18 @@ fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Vec<u8> {
         }
     }
     if head_ops <= entry * per_fetch {
+        // A loop of one fetch's ops or fewer, with no other taken branch,
+        // whose first line holds more than one entry and whose bytes reach
+        // past it: a line a cycle (Zen 5, measured: 7-12 ops reaching into
+        // the next line 2.0 cycles a trip with 7 or more in the first line,
+        // ops / 8 with 6 or fewer, at every start and nop length).
+        let ops: u32 = slots.iter().sum();
+        let last_line = (last.addr + last.len.max(1) as u64 - 1) / OP_CACHE_LINE;
+        let one_stream = shapes[..shapes.len() - 1].iter().all(|sh| !sh.taken);
+        if ops <= entry * per_fetch && head_ops > entry && one_stream && last_line != line_of(first)
+        {
+            return vec![0; shapes.len()];
+        }
         return Vec::new();
     }
     // Entries in order from each taken branch's target; a fetch past a

@@ -40,8 +40,7 @@ fn stall_text(s: &Stall) -> String {
             entry_ops,
             line_entries,
         } => format!(
-            "op cache: loop's first line over {} ops ({line_entries} entries of {entry_ops} a fetch)",
-            entry_ops * line_entries
+            "op cache the slow way: a line a cycle ({line_entries} entries of {entry_ops} ops a fetch)"
         ),
         Stall::RetireWidth { per_cycle } => format!("retire width ({per_cycle}/cycle)"),
         Stall::StoreCommit { per_cycle } => {
