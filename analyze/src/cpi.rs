@@ -1127,7 +1127,7 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::PortContention { .. } => 'p',
         Stall::UnitBusy { .. } => 'u',
         Stall::DispatchWidth => 'w',
-        Stall::RobFull => 'r',
+        Stall::RobFull | Stall::SchedulerFull { .. } => 'r',
         Stall::FrontEnd { .. }
         | Stall::TakenBranch { .. }
         | Stall::FetchLine { .. }

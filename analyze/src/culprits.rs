@@ -137,6 +137,11 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "reorder buffer full".into(),
             "dispatch waited for a ROB entry".into(),
         ),
+        Stall::SchedulerFull { entries } => (
+            "scheduler".into(),
+            "ALU scheduler full".into(),
+            format!("dispatch waited for an entry: {entries} ALU µops waiting for their inputs"),
+        ),
         Stall::FrontEnd { bytes_per_cycle } => (
             "frontend".into(),
             "fetch/decode bytes".into(),

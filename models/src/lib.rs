@@ -66,6 +66,7 @@ pub mod machine;
 pub mod measurement_set;
 mod rename_binding;
 pub mod schedule;
+mod scheduler_window;
 mod simulate;
 
 /// Tests that pin threads to CPU 0 and time them run one at a time.

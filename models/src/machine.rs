@@ -347,6 +347,15 @@ pub struct Machine {
     /// [`Machine::op_cache_entry_ops`]).
     #[serde(default)]
     pub op_cache_line_entries: u32,
+    /// µops on the ALU pipes that can wait in the scheduler at once, from
+    /// dispatch to a cycle after their issue (0: no limit); dispatch
+    /// stops while it is full, so a long chain that many µops wait on
+    /// bounds a loop below its ports. Zen 5, measured (session 60,
+    /// `datasets/models/scheduler_capacity.py`): a chain of K dependent
+    /// loads (or imuls) then 12-36 adds reading its end, 17 loops, mean
+    /// error 25 % -> 5.5 % at 64.
+    #[serde(default)]
+    pub alu_scheduler_entries: u32,
     /// By class name (see [`Machine::class`]; changed through
     /// [`Machine::class_mut`], which keeps the per-class tables right).
     classes: BTreeMap<String, ClassCost>,

@@ -23,6 +23,7 @@
 use crate::chain_cycle::{carried_chains, Carried};
 use crate::classify::{class_id, MemAddr, Reg, Shape, FLAGS};
 use crate::machine::{ClassCost, Machine};
+use crate::scheduler_window::SchedulerWindow;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
@@ -171,6 +172,8 @@ pub(crate) enum DispatchStall {
     /// A loop fetched the slow way from the op cache
     /// ([`Machine::op_cache_entry_ops`]).
     OpCache,
+    /// The ALU scheduler was full ([`Machine::alu_scheduler_entries`]).
+    SchedulerFull,
 }
 
 /// The front end's clock: the cycle each instruction is fetched in at the
@@ -2467,6 +2470,16 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
     let mut retire_shape = 0u64;
     let mut last_retired = 0u64;
     let mut ports = None;
+    // The ALU scheduler's entries: µops on the ALU pipes alone hold one
+    // from dispatch to a cycle after their issue.
+    let mut scheduler = SchedulerWindow::new(m.alu_scheduler_entries);
+    let scheduler_mask = m.alu_port_mask();
+    let in_scheduler = |u: &Uop| {
+        let mask = masks[u.ports as usize];
+        u.occupancy > 0 && mask != 0 && mask & !scheduler_mask == 0
+    };
+    // Per static instruction, its µops that take an entry.
+    let mut scheduler_uops: Vec<u32> = Vec::new();
     for i in 0..total {
         if i >= g.dyns.len() {
             g.build_iteration();
@@ -2474,6 +2487,17 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             if g.built == 1 {
                 let slots: Vec<u32> = g.dyns[..n].iter().map(|d| d.slots).collect();
                 fetch = FetchClock::new(m, shapes, &slots);
+                if scheduler.limited() {
+                    scheduler_uops = g.dyns[..n]
+                        .iter()
+                        .map(|d| {
+                            d.uops
+                                .iter()
+                                .filter(|&u| in_scheduler(&g.uops[u as usize]))
+                                .count() as u32
+                        })
+                        .collect();
+                }
             }
             if bind && g.built == 1 {
                 // One bound µop an iteration meets no other at its port
@@ -2567,8 +2591,14 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             } else {
                 0
             };
+            let scheduler_free_at = match scheduler_uops.get(stat) {
+                Some(&need) if need > 0 => scheduler.room_at(dispatch.cycle, need),
+                _ => 0,
+            };
             let stall = if rob_free_at > dispatch.cycle {
                 DispatchStall::RobFull
+            } else if scheduler_free_at > dispatch.cycle {
+                DispatchStall::SchedulerFull
             } else if (dispatch.slots + d_slots > width && !alone)
                 || (first_in_cycle && dispatch.slots > 0)
             {
@@ -2592,7 +2622,12 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                 break;
             };
             g.dyns[i].dispatch_stall.get_or_insert(stall);
-            if stall == DispatchStall::RobFull && dispatch.owed == 0 {
+            if stall == DispatchStall::SchedulerFull && dispatch.owed == 0 {
+                dispatch.cycle = scheduler_free_at;
+                dispatch.slots = 0;
+                dispatch.bytes = 0;
+                dispatch.carry = 0;
+            } else if stall == DispatchStall::RobFull && dispatch.owed == 0 {
                 dispatch.cycle = rob_free_at;
                 dispatch.slots = 0;
                 dispatch.bytes = 0;
@@ -2627,6 +2662,14 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             issued_sum,
             uop_count,
         } = issue::<BIND, ALU>(&mut g, uops, at, &rules, &masks, &mut issuer);
+        if scheduler_uops.get(stat).is_some_and(|&k| k > 0) {
+            for u in uops.iter() {
+                let u = &g.uops[u as usize];
+                if let Some(t) = u.issued().filter(|_| in_scheduler(u)) {
+                    scheduler.enter(t + 1);
+                }
+            }
+        }
         // Retire, in order: `retire_width` per cycle, stores commit
         // `store_commit` per cycle unless they write the line of the store
         // before. An instruction fused into its neighbour's slot retires

@@ -42,7 +42,7 @@ fn opt(v: Option<f64>, shown: bool, f: impl Fn(f64) -> String) -> String {
 }
 
 pub const LEGEND: &str = "static stall marks: d register dependency, c loop-carried chain, \
-m store forwarding, p port contention, u unit busy (divider), w dispatch width, r ROB full, \
+m store forwarding, p port contention, u unit busy (divider), w dispatch width, r ROB or scheduler full, \
 f front end, t retire width, s store commit";
 
 /// Cycles per execution are only worth printing for code estimated to

@@ -26,6 +26,7 @@ fn stall_text(s: &Stall) -> String {
         Stall::UnitBusy { unit } => format!("unit busy ({unit})"),
         Stall::DispatchWidth => "dispatch width".into(),
         Stall::RobFull => "ROB full".into(),
+        Stall::SchedulerFull { entries } => format!("ALU scheduler full ({entries} µops waiting)"),
         Stall::FrontEnd { bytes_per_cycle } => format!("front end ({bytes_per_cycle} B/cycle)"),
         Stall::TakenBranch { per_cycle } => {
             format!("fetched after a taken branch ({per_cycle}/cycle)")
