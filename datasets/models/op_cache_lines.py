@@ -28,14 +28,18 @@ op starts in; a fetch delivers two entries of a line; every line of the
 trip costs a cycle and each further fetch within a line two more (a line
 of k entries 2·ceil(k/2) - 1 cycles). That fits every row above and
 loop_front_end.py's 3-byte moves where the first line holds more than 12
-(266 starts: mean error 3.2 % with the rule in zen5.toml, 15.3 % without).
+(266 starts: mean error 1.9 % with the rules in zen5.toml, 15.3 % before).
 
-Loops whose first line holds 12 or fewer are not this simple (not
-modeled): with PAD 32-60 the first line's few ops and a second line of
+A loop of 12 ops or fewer whose last bytes reach into the next line
+(PAD 16/32/40/48, every split of 8-12 ops): 2.0 cycles a trip where its
+first line holds 7 or more ops, 0.98-1.13 where it holds 6 or fewer:
+modeled too (a line a cycle).
+
+Not modeled: with PAD 44-60 a first line of 2-6 ops and a second line of
 13+ turn slow (2,18 at PAD 48 2.98 against ops / 8 = 2.38; 6,14 2.96 at
-every PAD; 1,18 2.24 is not), and a loop of 7-12 ops whose last bytes
-reach into the next line takes 2.0 where its first line holds 7 or more,
-1.0 where it holds 6 or fewer (loop-front-end-zen5.tsv, PAD 28-60).
+every PAD; 1,18 2.24 is not); three-line loops whose second and third
+lines both hold three or more entries (loop-front-end-zen5.tsv, 37-50
+µops at PAD 40-60: 5.9-7.0 cycles against 4.6-6.2).
 
 Usage: op_cache_lines.py SPEC...   (environment: PAD, LAST)
 """
