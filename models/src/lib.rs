@@ -28,13 +28,17 @@
 //! it; Zen 5 (the current host) 3.8 % / 0.919 on 272 blocks (llvm-mca-19
 //! 42.2 % / 0.662), its divider, conversions and signed cmovs measured
 //! with rdtsc (`datasets/models/divider.c`); Skylake and the generic
-//! description are from vendor and published figures, unmeasured. Not
-//! modeled: how a loop's start in its cache line changes how fast Zen 5's
-//! front end feeds it (up to 1.9x, `datasets/models/loop_front_end.py`),
+//! description are from vendor and published figures, unmeasured. Zen 5's
+//! op cache feeding a loop (its first line over 12 ops, or 7-12 with the
+//! loop reaching into the next line) and its 64-entry ALU scheduler are
+//! modeled from rdtsc loops (`datasets/models/op_cache_lines.py`,
+//! `scheduler_capacity.py`); not modeled: loops whose later lines, not
+//! their first, hold over 12 ops (up to +30 %), matchers' `b64_encode`
+//! loop (5.0-5.3 cycles measured, 3.95 modeled, cause not found),
 //! single-precision divides and square roots (costed as double's), a
 //! unit that is not pipelined given to the oldest ready µop (the model
 //! gives it to the oldest in program order, ready or not). It models
-//! ~0.7–0.9 M instructions per second of real basic blocks on one core
+//! ~0.65–0.9 M instructions per second of real basic blocks on one core
 //! (`cargo bench -p dcpi-models --bench model_speed`: every block of
 //! python3.11 in about a second, 20× llvm-mca-19 at 10 iterations), short
 //! of the 1 M goal.
@@ -59,6 +63,7 @@ mod chain_cycle;
 pub mod classify;
 pub mod core_clock;
 pub mod critical_path;
+mod fetch_clock;
 pub mod harness;
 pub mod host;
 pub mod host_times;

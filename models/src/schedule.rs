@@ -679,7 +679,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             (set != 0).then_some((set, uo.occupancy as f64))
         }))
     });
-    let (fetch_cycles, op_cache) = crate::simulate::fetch_clock_cycles(
+    let (fetch_cycles, op_cache) = crate::fetch_clock::fetch_clock_cycles(
         machine,
         &shapes,
         &(0..n)
@@ -699,7 +699,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         taken_branches,
         fetch_lines: if op_cache { 0.0 } else { fetch_cycles },
         op_cache: if op_cache { fetch_cycles } else { 0.0 },
-        dense_code: if crate::simulate::dense_dispatch_width(machine, &shapes) > 0 {
+        dense_code: if crate::fetch_clock::dense_dispatch_width(machine, &shapes) > 0 {
             machine.dense_dispatch_cycles(slots, bytes as u32)
         } else {
             0.0
