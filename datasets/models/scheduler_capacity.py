@@ -32,6 +32,12 @@ dependent_alu_slots 1.375 (for 1.125) with 72 entries fits them within
 6.5 %, BHive Zen 5 3.9 % / 0.916, 6.1 / 0.872, 4.4 / 0.908, the analyzer
 unchanged) but breaks session 47's parallel chains (twelve `add $1`
 chains 2.25 cycles a copy, modeled 2.75): another mechanism, not found.
+Not the load: started from `xor %eax,%eax` 20 adds and the store 5.13
+(model 4.16), without the store 4.90 (4.12); each chained add beside an
+independent one modeled right (4.12 / 4.04). alu_wakeups_per_cycle 3 (for
+4): chains 15.6 -> 13.0 %, BHive 4.1 % / 0.921, 6.6 / 0.866, 4.5 / 0.909,
+two measured tests broken: not that either. What differs from session
+47's parallel chains: here every add issues the cycle its input arrives.
 
 Mean error over the 17: 25 % without a limit, 5.5 % at 64 (48: 35 %,
 56: 8.5 %, 60: 6.5 %, 72: 7.7 %, 80: 12 %; counting the loads' µops in it
