@@ -230,3 +230,14 @@ pub(crate) fn dense_dispatch_width(m: &Machine, shapes: &[Shape]) -> u32 {
         m.dense_dispatch_width
     }
 }
+
+/// Cycles per iteration dense code dispatches in where
+/// [`dense_dispatch_width`] applies ([`Machine::dense_dispatch_cycles`]),
+/// 0 in a loop: one rule for the simulation's bound and the reported one.
+pub(crate) fn dense_code_cycles(m: &Machine, shapes: &[Shape], slots: u32, bytes: u32) -> f64 {
+    if dense_dispatch_width(m, shapes) > 0 {
+        m.dense_dispatch_cycles(slots, bytes)
+    } else {
+        0.0
+    }
+}

@@ -699,11 +699,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         taken_branches,
         fetch_lines: if op_cache { 0.0 } else { fetch_cycles },
         op_cache: if op_cache { fetch_cycles } else { 0.0 },
-        dense_code: if crate::fetch_clock::dense_dispatch_width(machine, &shapes) > 0 {
-            machine.dense_dispatch_cycles(slots, bytes as u32)
-        } else {
-            0.0
-        },
+        dense_code: crate::fetch_clock::dense_code_cycles(machine, &shapes, slots, bytes as u32),
     };
     let candidates = [
         ("dependency chain", bounds.dependency_chain),

@@ -22,7 +22,7 @@
 
 use crate::chain_cycle::{carried_chains, Carried};
 use crate::classify::{class_id, MemAddr, Reg, Shape, FLAGS};
-use crate::fetch_clock::{dense_dispatch_width, fetch_clock_cycles, FetchClock};
+use crate::fetch_clock::{dense_code_cycles, dense_dispatch_width, fetch_clock_cycles, FetchClock};
 use crate::machine::{ClassCost, Machine};
 use crate::scheduler_window::SchedulerWindow;
 use std::collections::VecDeque;
@@ -2220,6 +2220,8 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
     // Built with the first iteration (the op cache counts its ops).
     let taken_limit = m.taken_branches_per_cycle;
     let mut fetch = FetchClock::new(m, &[], &[]);
+    // Each static instruction's slots, from the first iteration.
+    let mut static_slots: Vec<u32> = Vec::new();
     let mut retire = RetireState {
         cycle: 0,
         count: 0,
@@ -2268,8 +2270,8 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             g.build_iteration();
             g.head.resize(g.dyns.len(), 0);
             if g.built == 1 {
-                let slots: Vec<u32> = g.dyns[..n].iter().map(|d| d.slots).collect();
-                fetch = FetchClock::new(m, shapes, &slots);
+                static_slots = g.dyns[..n].iter().map(|d| d.slots).collect();
+                fetch = FetchClock::new(m, shapes, &static_slots);
                 if scheduler.limited() {
                     scheduler_uops = g.dyns[..n]
                         .iter()
@@ -2320,17 +2322,8 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                         } else {
                             0.0
                         },
-                        fetch_clock_cycles(
-                            m,
-                            shapes,
-                            &it.iter().map(|d| d.slots).collect::<Vec<_>>(),
-                        )
-                        .0,
-                        if dense_width > 0 {
-                            m.dense_dispatch_cycles(slots, bytes)
-                        } else {
-                            0.0
-                        },
+                        fetch_clock_cycles(m, shapes, &static_slots).0,
+                        dense_code_cycles(m, shapes, slots, bytes),
                     ]
                     .into_iter()
                     .fold(0.0, f64::max);
