@@ -1697,6 +1697,7 @@ impl<'a> FunctionAnalysis<'a> {
                     result_unwaited: leaf_unwaited,
                     returned,
                     best_cycles: exposed.unwrap_or(best_cycles),
+                    block_cycles: self.models[b].cycles,
                     best_cycles_low: if exposed.is_some() {
                         best_cycles
                     } else if self.models[b].cycles > 0.0 {

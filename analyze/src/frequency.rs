@@ -225,6 +225,9 @@ pub struct BlockObservation {
     /// it hides its dependency chain; for a loop block whose chain waits on
     /// a leaf it calls, its own steady-state model. Else `best_cycles`.
     pub best_cycles_low: f64,
+    /// The model's cycles for the whole block, its instructions whose
+    /// samples were set aside included (0: unknown).
+    pub block_cycles: f64,
     /// Most of its samples are charged to loads (likely cache misses), so its
     /// ratio is probably inflated by dynamic stalls.
     pub stall_suspect: bool,
@@ -337,6 +340,19 @@ fn count_bounds(s: f64) -> (f64, f64) {
     ((s - 2.0 * sd).max(0.0), s + 2.0 * sd + 1.0)
 }
 
+/// The least share of a block's best case (`BlockObservation::block_cycles`)
+/// its clean instructions must hold for its samples to make an estimate.
+/// kernels' `interp` dispatch block (`movzbl; movslq; add; jmp *`, the
+/// jump's samples a refill's): its clean part's best case is 0 of 0.70,
+/// or 0.06 of 0.74 under a model that delays the `add` a little (session
+/// 61's back-to-back ALU experiment), and at 0.06 its 422 samples made
+/// an upper bound of 5.2e9 +- 5.2e9 that alone decided the split between
+/// the dispatch and the switch's default (b20 6.9e7 -> 2.4e6, true 3.1e7),
+/// kernels' Zen 5 cells 0.103/0.104/0.088 -> 0.188/0.181/0.166. At a tenth
+/// that model leaves them 0.103/0.103/0.087; the 70 cells and the extra
+/// workloads are the same as without the rule (0.2: 0.128 -> 0.134).
+const USABLE_SHARE: f64 = 0.1;
+
 /// The estimate of one class from its blocks' observations.
 pub fn estimate_class(
     class: usize,
@@ -354,7 +370,14 @@ pub fn estimate_class(
         // its loop header's while the loop, not yet estimated, ran zero
         // times, came out 303 M for 19.6 M runs, and the solve clamped the
         // loop's back edge to make room for it).
-        .filter(|&b| obs[b].best_cycles > 0.05 && !obs[b].guessed)
+        //
+        // Nor is a block whose clean instructions hold under a tenth of
+        // its best case ([`USABLE_SHARE`]): its ratio is a sliver's.
+        .filter(|&b| {
+            obs[b].best_cycles > 0.05
+                && obs[b].best_cycles >= USABLE_SHARE * obs[b].block_cycles
+                && !obs[b].guessed
+        })
         .collect();
     if usable.is_empty() {
         return exit_floor(class, blocks, obs);
@@ -1054,6 +1077,7 @@ mod tests {
             samples: s,
             best_cycles: c,
             best_cycles_low: c,
+            block_cycles: c,
             stall_suspect: false,
             straight: false,
             calls_opaque: false,
@@ -1065,6 +1089,18 @@ mod tests {
             result_unwaited: false,
             returned: 0.0,
         }
+    }
+
+    #[test]
+    fn a_block_whose_clean_part_is_a_sliver_of_its_best_case_makes_no_estimate() {
+        // interp's dispatch block: 422 clean samples on instructions whose
+        // best case is 0.06 of the block's 0.74.
+        let mut o = obs(422.0, 0.06);
+        o.block_cycles = 0.74;
+        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        o.block_cycles = 0.5;
+        let e = estimate_class(0, &[0], &[o], 2.0).expect("an estimate");
+        assert!((e.freq - 422.0 * 2.0 / 0.06).abs() < 1e-6 * e.freq);
     }
 
     #[test]
