@@ -41,6 +41,24 @@ every PAD; 1,18 2.24 is not); three-line loops whose second and third
 lines both hold three or more entries (loop-front-end-zen5.tsv, 37-50
 µops at PAD 40-60: 5.9-7.0 cycles against 4.6-6.2).
 
+Session 61 mapped the sparse first lines (two-line loops `F,N`, LAST=2;
+measured, the model's ops / 8 in brackets where it differs):
+  PAD 48: F = 2-6 with the second line's own entries k2 (its ops less
+  what the first line's entry takes across the line's end, in sixes):
+  k2 <= 2 at ops / 8 (2,16 2.10; 3,16 2.22; 5,14 2.24); k2 = 3-4 2.94-3.09
+  (2,18 [2.38]; 3,18 [2.50]; 4,16 [2.38]; 5,16 [2.50]; 6,14 [2.38]; 6,20
+  [3.12]; 2,24 3.07), k2 = 5 4.88-4.96 (F,30 [3.88-4.38]). F = 7: ops / 8
+  up to 7,30 (4.48). F = 8, 10, 12: ops / 8 up to N = 24, then F,30
+  7.86-7.93 [4.62-5.12].
+  PAD 32 and 40 the same (4,16 2.99/3.04, 5,16 2.99/3.03, 6,14 2.98/2.99,
+  3,18 2.97/2.99, 6,30 4.95/5.07, 3,30 4.97/5.06); PAD 56 too but 6,30
+  8.05.
+So with one entry or less in its first line a loop takes 2*ceil(k2/2) - 1
+cycles for its second line's entries and nothing for the first (the rule
+above would say one more, and its back edge another); with two entries in
+the first line three or four in the second cost nothing beyond ops / 8 and
+five cost eight cycles. Not modeled: no one rule found for all three.
+
 Usage: op_cache_lines.py SPEC...   (environment: PAD, LAST)
 """
 import os
