@@ -55,7 +55,7 @@ measured, the model's ops / 8 in brackets where it differs):
   8.05.
 So with one entry or less in its first line a loop takes 2*ceil(k2/2) - 1
 cycles for its second line's entries and nothing for the first (the rule
-above would say one more, and its back edge another); with two entries in
+above, applied, would say one more: 4 for k2 = 3-4, 6 for k2 = 5); with two entries in
 the first line three or four in the second cost nothing beyond ops / 8 and
 five cost eight cycles. Not modeled: no one rule found for all three.
 
