@@ -24,7 +24,10 @@ use crate::simulate::DispatchStall;
 /// A loop whose first line holds more ops than one op-cache fetch
 /// delivers ([`Machine::op_cache_entry_ops`]) is fetched line by line as
 /// well, with two more cycles before each further fetch within a line,
-/// and its back edge ends the cycle.
+/// and its back edge ends the cycle; so is a two-line loop whose first
+/// line holds one entry or less and whose second holds more than a fetch
+/// takes, its step into the second line free (Zen 5, session 61: `2,18`
+/// 2.94 cycles a trip, `6,30` 4.96).
 pub(crate) struct FetchClock {
     cycle: u64,
     taken: u32,
@@ -35,6 +38,11 @@ pub(crate) struct FetchClock {
     /// clock moves on before each static instruction (its op-cache
     /// fetches within a line past the first); empty elsewhere.
     op_cache_waits: Vec<u8>,
+    /// The slow way's first line holds one entry, fetched with the second
+    /// line's first: the step into the second line costs no cycle.
+    merged: bool,
+    /// The step into the next line is free (a merged loop's, once a trip).
+    line_step_free: bool,
     /// Why the clock last moved on: what an instruction waiting for it
     /// waited for.
     pub why: DispatchStall,
@@ -46,18 +54,20 @@ const OP_CACHE_LINE: u64 = 64;
 /// Per static instruction, the cycles a loop fetched the slow way from
 /// the op cache waits before it ([`Machine::op_cache_entry_ops`]), or
 /// nothing where the loop's first line needs no more than one fetch and
-/// the loop is not a small one whose first line holds two entries (or
-/// `shapes` is not a loop back to its first instruction). Non-empty: the
-/// loop's lines are fetched one a cycle, its back edge ends the cycle.
-/// `slots`: each instruction's ops (0 for a branch fused with the one
-/// before it).
-fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Vec<u8> {
+/// the loop is not a small one whose first line holds two entries nor a
+/// two-line one whose first line holds one entry and its second more
+/// than a fetch takes (or `shapes` is not a loop back to its first
+/// instruction). Non-empty: the loop's lines are fetched one a cycle, its
+/// back edge ends the cycle; with `true` beside it (that two-line loop)
+/// the step into its second line is free. `slots`: each instruction's
+/// ops (0 for a branch fused with the one before it).
+fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> (Vec<u8>, bool) {
     let (entry, per_fetch) = (m.op_cache_entry_ops, m.op_cache_line_entries);
     let (Some(first), Some(last)) = (shapes.first(), shapes.last()) else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
     if entry == 0 || per_fetch == 0 || !last.taken || slots.len() != shapes.len() {
-        return Vec::new();
+        return (Vec::new(), false);
     }
     // The ops from the loop's start to its first line's end (or to a
     // taken branch before it).
@@ -72,20 +82,28 @@ fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Vec<u8> {
             break;
         }
     }
-    if head_ops <= entry * per_fetch {
+    let last_line = (last.addr + last.len.max(1) as u64 - 1) / OP_CACHE_LINE;
+    let one_stream = shapes[..shapes.len() - 1].iter().all(|sh| !sh.taken);
+    // A first line of one entry or less before a second, last line: it
+    // costs the trip no cycle of its own (session 61).
+    // Fetched the slow way only where the second line holds more entries
+    // than a fetch takes; else as from a queue (ops / 8 measured).
+    let merged = head_ops <= entry
+        && one_stream
+        && last_line == line_of(first) + 1
+        && entries_in_line(shapes, slots, entry, last_line) > per_fetch;
+    if head_ops <= entry * per_fetch && !merged {
         // A loop of one fetch's ops or fewer, with no other taken branch,
         // whose first line holds more than one entry and whose bytes reach
         // past it: a line a cycle (Zen 5, measured: 7-12 ops reaching into
         // the next line 2.0 cycles a trip with 7 or more in the first line,
         // ops / 8 with 6 or fewer, at every start and nop length).
         let ops: u32 = slots.iter().sum();
-        let last_line = (last.addr + last.len.max(1) as u64 - 1) / OP_CACHE_LINE;
-        let one_stream = shapes[..shapes.len() - 1].iter().all(|sh| !sh.taken);
         if ops <= entry * per_fetch && head_ops > entry && one_stream && last_line != line_of(first)
         {
-            return vec![0; shapes.len()];
+            return (vec![0; shapes.len()], false);
         }
-        return Vec::new();
+        return (Vec::new(), false);
     }
     // Entries in order from each taken branch's target; a fetch past a
     // line's first waits a cycle for itself and one more.
@@ -116,7 +134,23 @@ fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> Vec<u8> {
             ops = 0;
         }
     }
-    waits
+    (waits, merged)
+}
+
+/// The op-cache entries of `entry` ops that start in `line` (64-byte
+/// lines) when a sequence without taken branches inside is cut into
+/// entries in order, each belonging to the line its first op is in.
+fn entries_in_line(shapes: &[Shape], slots: &[u32], entry: u32, line: u64) -> u32 {
+    let mut ops = 0;
+    let mut count = 0;
+    for (sh, &k) in shapes.iter().zip(slots) {
+        if sh.addr / OP_CACHE_LINE == line {
+            // The entries starting among this instruction's ops.
+            count += (ops + k).div_ceil(entry) - ops.div_ceil(entry);
+        }
+        ops += k;
+    }
+    count
 }
 
 impl FetchClock {
@@ -129,7 +163,7 @@ impl FetchClock {
             }
             _ => false,
         };
-        let op_cache_waits = op_cache_waits(m, shapes, slots);
+        let (op_cache_waits, merged) = op_cache_waits(m, shapes, slots);
         FetchClock {
             cycle: 0,
             taken: 0,
@@ -143,6 +177,8 @@ impl FetchClock {
             },
             line: None,
             op_cache_waits,
+            merged,
+            line_step_free: merged,
             why: DispatchStall::TakenBranch,
         }
     }
@@ -152,13 +188,17 @@ impl FetchClock {
     pub fn fetch(&mut self, s: usize, sh: &Shape) -> u64 {
         if let Some(first) = sh.addr.checked_div(self.line_bytes) {
             let last = (sh.addr + sh.len.max(1) as u64 - 1) / self.line_bytes;
-            if self.line.is_some_and(|l| l != first) {
-                self.cycle += 1;
-                self.why = DispatchStall::FetchLine;
-            }
-            if last != first {
-                self.cycle += 1;
-                self.why = DispatchStall::FetchLine;
+            let (into, across) = (self.line.is_some_and(|l| l != first), last != first);
+            if into || across {
+                let mut steps = into as u64 + across as u64;
+                if self.line_step_free {
+                    self.line_step_free = false;
+                    steps -= 1;
+                }
+                if steps > 0 {
+                    self.cycle += steps;
+                    self.why = DispatchStall::FetchLine;
+                }
             }
             self.line = Some(last);
         }
@@ -180,6 +220,7 @@ impl FetchClock {
         if !self.op_cache_waits.is_empty() && s + 1 == self.op_cache_waits.len() {
             self.cycle += 1;
             self.taken = 0;
+            self.line_step_free = self.merged;
             self.why = DispatchStall::OpCache;
         } else if self.taken_limit > 0 {
             self.taken += 1;

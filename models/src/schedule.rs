@@ -944,6 +944,47 @@ mod tests {
         assert!((one.cycles_per_iteration - 4.75).abs() < 0.2, "{one:?}");
     }
 
+    /// Zen 5, measured (session 61, `datasets/models/op_cache_lines.py` at
+    /// PAD 32-56): a two-line loop whose first line holds one op-cache
+    /// entry or less costs its second line's fetches alone once that line
+    /// holds three entries or more of its own: `2,18` 2.94, `6,14` 2.98,
+    /// `6,30` 4.96; `5,14` (two of its own) 2.24, at ops / 8.
+    #[test]
+    fn zen5_loops_with_one_entry_in_their_first_line_pay_the_second_lines_fetches() {
+        const NOPS: [&str; 9] = [
+            "",
+            "90",
+            "66 90",
+            "0f 1f 00",
+            "0f 1f 40 00",
+            "0f 1f 44 00 00",
+            "66 0f 1f 44 00 00",
+            "0f 1f 80 00 00 00 00",
+            "0f 1f 84 00 00 00 00 00",
+        ];
+        let machine = Machine::by_name("zen5").unwrap();
+        let opts = Options {
+            mode: RepeatMode::Loop,
+            iterations: 0,
+        };
+        // `first` nops filling the 16 bytes from PAD 48 to the line's end
+        // (the longer first), then `second - 2` 2-byte nops and dec; jnz.
+        let trip = |first: usize, second: usize| {
+            let mut nops: Vec<&str> = (0..first)
+                .map(|i| NOPS[16 / first + usize::from(i < 16 % first)])
+                .collect();
+            nops.extend(std::iter::repeat_n(NOPS[2], second - 2));
+            let len = 16 + 2 * (second - 2) + 5;
+            let hex = format!("{} 48 ff cf 75 {:02x}", nops.join(" "), 256 - len);
+            let b = decode(&parse_hex(&hex).unwrap(), 0x1000 + 48, false).unwrap();
+            analyze(&machine, &b, opts).cycles_per_iteration
+        };
+        assert!(close(trip(2, 18), 3.0), "{}", trip(2, 18));
+        assert!(close(trip(6, 14), 3.0), "{}", trip(6, 14));
+        assert!(close(trip(6, 30), 5.0), "{}", trip(6, 30));
+        assert!(close(trip(5, 14), 18.0 / 8.0), "{}", trip(5, 14));
+    }
+
     /// The Zen 5 model against `datasets/models/loop-front-end-zen5.tsv`
     /// (rdtsc, this host): loops of 2-41 eliminated 3-byte moves and a
     /// fused dec; jnz at every fourth byte of a line (those a short jnz
