@@ -38,8 +38,8 @@ pub(crate) struct FetchClock {
     /// clock moves on before each static instruction (its op-cache
     /// fetches within a line past the first); empty elsewhere.
     op_cache_waits: Vec<u8>,
-    /// The slow way's first line holds one entry, fetched with the second
-    /// line's first: the step into the second line costs no cycle.
+    /// A two-line loop fetched the slow way whose first line holds one
+    /// entry or less: its step into the second line costs no cycle.
     merged: bool,
     /// The step into the next line is free (a merged loop's, once a trip).
     line_step_free: bool,
@@ -84,10 +84,10 @@ fn op_cache_waits(m: &Machine, shapes: &[Shape], slots: &[u32]) -> (Vec<u8>, boo
     }
     let last_line = (last.addr + last.len.max(1) as u64 - 1) / OP_CACHE_LINE;
     let one_stream = shapes[..shapes.len() - 1].iter().all(|sh| !sh.taken);
-    // A first line of one entry or less before a second, last line: it
-    // costs the trip no cycle of its own (session 61).
-    // Fetched the slow way only where the second line holds more entries
-    // than a fetch takes; else as from a queue (ops / 8 measured).
+    // A first line of one entry or less before a second, last line costs
+    // the trip no cycle of its own, and the loop goes the slow way only
+    // where that second line holds more entries than a fetch takes (else
+    // ops / 8, measured; session 61).
     let merged = head_ops <= entry
         && one_stream
         && last_line == line_of(first) + 1
