@@ -62,7 +62,8 @@ free), this table's mean error 5.4 -> 2.8 %; with two entries in
 the first line three or four in the second cost nothing beyond ops / 8 and
 five cost eight cycles (not modeled: 4.62-5.12 modeled).
 
-Usage: op_cache_lines.py SPEC...   (environment: PAD, LAST)
+Usage: op_cache_lines.py SPEC...   (environment: PAD, LAST; MODEL_ONLY=1
+models the same loops with loop_vs_model.py instead of timing them)
 """
 import os
 import subprocess
@@ -118,6 +119,20 @@ def program(specs, pad, last):
     return "\n".join(lines) + "\n"
 
 
+def model(specs, pad, last):
+    """The same loops modeled instead of timed: their nops as `.byte`
+    lines handed to loop_vs_model.py (MODEL_ONLY, at the same PAD; its
+    `dec; jnz` closes them as this script's does)."""
+    args = []
+    for spec in specs:
+        lines = [fill(n, 64 - pad if i == 0 else 64) for i, n in enumerate(spec[:-1])]
+        lengths = [n for line in lines for n in line] + [last] * (spec[-1] - 2)
+        body = ";".join(".byte " + ",".join("0x" + b for b in NOPS[n].split()) for n in lengths)
+        args.append(",".join(map(str, spec)) + "=" + body)
+    env = dict(os.environ, MODEL_ONLY="1", PAD=str(pad))
+    subprocess.run([sys.executable, os.path.join(HERE, "loop_vs_model.py")] + args, env=env, check=True)
+
+
 def main():
     pad, last = int(os.environ.get("PAD", "0")), int(os.environ.get("LAST", "2"))
     try:
@@ -126,6 +141,9 @@ def main():
         sys.exit(__doc__)
     if not specs or not 0 <= pad < 64 or last not in NOPS or any(s[-1] < 2 for s in specs):
         sys.exit(__doc__)
+    if os.environ.get("MODEL_ONLY"):
+        model(specs, pad, last)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = os.path.join(tmp, "lines.c"), os.path.join(tmp, "lines")
         with open(src, "w") as f:
