@@ -1161,6 +1161,45 @@ fn live_shared_library_and_stripped_executable() {
     assert!(out.contains("── block 0"), "{out}");
 }
 
+/// A stripped shared library's unexported functions are split out by
+/// their FDEs and named `fn_<address>`; the exported ones keep their names
+/// and extents.
+#[test]
+fn stripped_library_names_its_hidden_functions_by_their_fdes() {
+    use dcpi_analyze::elf_symbols::{ElfSymbols, SymbolSource};
+    use object::{Object, ObjectSymbol};
+    let dir = common::workloads();
+    let full = std::fs::read(dir.join("libhidden.so")).unwrap();
+    let full = object::File::parse(&*full).unwrap();
+    let at = |name: &str| {
+        full.symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| (s.address(), s.size()))
+            .unwrap_or_else(|| panic!("{name} in libhidden.so"))
+    };
+    let syms = ElfSymbols::load(dir.join("libhidden-stripped.so").to_str().unwrap()).unwrap();
+    assert_eq!(syms.source, SymbolSource::Dynsym);
+    for hidden in ["hidden_sum", "hidden_twice"] {
+        let (start, size) = at(hidden);
+        let p = syms.procedure(start + 2).unwrap();
+        assert_eq!(p.name, format!("fn_{start:x}"), "{hidden}");
+        assert!(!p.named);
+        let f = syms.function_at(start + 2).unwrap();
+        assert_eq!((f.start, f.end), (start, start + size), "{hidden}");
+    }
+    let (start, size) = at("exported_entry");
+    let p = syms.procedure(start).unwrap();
+    assert_eq!(p.name, "exported_entry");
+    assert!(p.named);
+    assert_eq!(
+        syms.function_named("exported_entry").unwrap().end,
+        start + size
+    );
+    let (hidden, _) = at("hidden_sum");
+    let named = syms.function_named(&format!("fn_{hidden:x}")).unwrap();
+    assert_eq!(named.start, hidden);
+}
+
 fn culprits_json(name: &str, addr: &str) -> Value {
     let (ok, out, err) = recorded("culprits", name, &["--insn", addr, "--format", "json"]);
     assert!(ok, "{err}");

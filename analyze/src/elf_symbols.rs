@@ -4,6 +4,18 @@
 //! (`recv->recvfrom` for a hit between two exported symbols), else
 //! .eh_frame FDE ranges; PLT entries named `func@plt`. Addresses are ELF
 //! virtual addresses, as objdump shows them.
+//!
+//! In a stripped library (.dynsym only) the unexported functions between
+//! the exported ones take their extents from .eh_frame too, named
+//! `fn_<address>` (xz's LZMA encoder: 99 % of its samples in liblzma's
+//! internal functions, which a bracket `a->b` lumped into one range that
+//! `dcpi cpi` could not analyze). Code in a gap that no FDE covers keeps
+//! the bracket name.
+//!
+//! Limits: a function without an FDE (hand-written assembly, code built
+//! with `-fno-asynchronous-unwind-tables`) is not split out; a compiler's
+//! split-off cold part (`f.cold`) has an FDE of its own and is its own
+//! `fn_<address>`.
 
 use crate::demangle::demangle;
 use crate::error::{AnalyzeError, Result};
@@ -26,6 +38,8 @@ struct Func {
     /// 0 = unknown size.
     size: u64,
     name: String,
+    /// Named by a symbol (not `fn_<address>` from an FDE).
+    named: bool,
 }
 
 /// A function's extent, for disassembly.
@@ -46,6 +60,8 @@ pub struct Procedure {
     pub name: String,
     /// Start address (for bracketed hits, the lower symbol's).
     pub start: u64,
+    /// The name is a symbol's (not a bracket `a->b` or an FDE's `fn_<address>`).
+    pub named: bool,
 }
 
 #[derive(Debug)]
@@ -83,6 +99,7 @@ fn functions<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Func
                 start: s.address(),
                 size: s.size(),
                 name: s.name().ok()?.to_string(),
+                named: true,
             };
             Some((f, s.is_global()))
         })
@@ -124,6 +141,31 @@ fn data_objects<'d>(syms: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<(
     v
 }
 
+/// The exported functions `exported` (sorted by start) and, in the gaps
+/// between their extents, the FDE functions `unwound` (sorted) that start
+/// there, cut short where an exported function starts.
+fn with_unexported(exported: Vec<Func>, unwound: Vec<Func>) -> Vec<Func> {
+    let covered = |a: u64| {
+        let k = exported.partition_point(|f| f.start <= a);
+        k > 0 && {
+            let f = &exported[k - 1];
+            f.start == a || a < f.start + f.size
+        }
+    };
+    let mut out: Vec<Func> = unwound.into_iter().filter(|u| !covered(u.start)).collect();
+    for u in &mut out {
+        let k = exported.partition_point(|f| f.start <= u.start);
+        if let Some(next) = exported.get(k) {
+            if u.size == 0 || u.start + u.size > next.start {
+                u.size = next.start - u.start;
+            }
+        }
+    }
+    out.extend(exported);
+    out.sort_by_key(|f| f.start);
+    out
+}
+
 fn eh_frame_functions(file: &object::File) -> Vec<Func> {
     use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
     let Some(sec) = file.section_by_name(".eh_frame") else {
@@ -150,6 +192,7 @@ fn eh_frame_functions(file: &object::File) -> Vec<Func> {
                     start,
                     size: fde.len(),
                     name: format!("fn_{start:x}"),
+                    named: false,
                 });
             }
         }
@@ -268,6 +311,8 @@ impl ElfSymbols {
         if funcs.is_empty() {
             source = SymbolSource::EhFrame;
             funcs = eh_frame_functions(&file);
+        } else if source == SymbolSource::Dynsym {
+            funcs = with_unexported(funcs, eh_frame_functions(&file));
         }
         if funcs.is_empty() {
             source = SymbolSource::None;
@@ -403,6 +448,7 @@ impl ElfSymbols {
                 return Some(Procedure {
                     name,
                     start: p.start + (vaddr - p.start) / 16 * 16,
+                    named: true,
                 });
             }
         }
@@ -421,6 +467,7 @@ impl ElfSymbols {
             return Some(Procedure {
                 name: demangle(&f.name),
                 start: f.start,
+                named: f.named,
             });
         }
         match self.source {
@@ -431,6 +478,7 @@ impl ElfSymbols {
                     None => format!("{}->", demangle(&f.name)),
                 },
                 start: f.start,
+                named: false,
             }),
             _ => None,
         }
@@ -440,6 +488,41 @@ impl ElfSymbols {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn func(start: u64, size: u64, name: &str, named: bool) -> Func {
+        Func {
+            start,
+            size,
+            name: name.to_string(),
+            named,
+        }
+    }
+
+    #[test]
+    fn fdes_fill_only_the_gaps_between_exported_functions() {
+        let exported = vec![func(0x100, 0x20, "a", true), func(0x200, 0, "b", true)];
+        let unwound = vec![
+            // a's own FDE, one inside a, one in the gap running into b,
+            // one after b's start (b is unsized: it runs to the next).
+            func(0x100, 0x20, "fn_100", false),
+            func(0x110, 0x8, "fn_110", false),
+            func(0x140, 0x1000, "fn_140", false),
+            func(0x280, 0x10, "fn_280", false),
+        ];
+        let got: Vec<(u64, u64, String)> = with_unexported(exported, unwound)
+            .into_iter()
+            .map(|f| (f.start, f.size, f.name))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0x100, 0x20, "a".to_string()),
+                (0x140, 0xc0, "fn_140".to_string()),
+                (0x200, 0, "b".to_string()),
+                (0x280, 0x10, "fn_280".to_string()),
+            ]
+        );
+    }
 
     #[test]
     fn symbolizes_this_test_binary() {

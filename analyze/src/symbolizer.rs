@@ -70,7 +70,7 @@ impl Symbolizer {
                 match syms.vaddr_of_offset(offset) {
                     Some(v) => match syms.procedure(v) {
                         Some(p) => {
-                            if syms.source == SymbolSource::Dynsym && p.name.contains("->") {
+                            if syms.source == SymbolSource::Dynsym && !p.named {
                                 let hint = bracket_hint(&img.path, syms.build_id.as_deref());
                                 if self.bracketed.insert(img.id) {
                                     self.warnings.push(hint);
@@ -121,9 +121,10 @@ fn bracket_hint(path: &str, build_id: Option<&str>) -> String {
         _ => "no debug file was found".to_string(),
     };
     format!(
-        "{path} has no symbol table ({debug}): a name `a->b` is code between the exported \
-         symbols a and b; install its debug symbols (Debian: the library's -dbg or -dbgsym \
-         package) for the real names"
+        "{path} has no symbol table ({debug}): its unexported functions are named \
+         `fn_<address>` by their .eh_frame extents (a name `a->b` is code between the \
+         exported symbols a and b that none covers); install its debug symbols (Debian: the \
+         library's -dbg or -dbgsym package) for the real names"
     )
 }
 

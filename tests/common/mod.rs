@@ -69,6 +69,15 @@ pub fn workloads() -> &'static Path {
         ]);
         cc(&[
             "-O1",
+            "-shared",
+            "-fPIC",
+            "-o",
+            out.join("libhidden.so").to_str().unwrap(),
+            "libhidden.c",
+        ]);
+        std::fs::copy(out.join("libhidden.so"), out.join("libhidden-stripped.so")).unwrap();
+        cc(&[
+            "-O1",
             "-pie",
             "-fPIE",
             "-o",
@@ -80,7 +89,12 @@ pub fn workloads() -> &'static Path {
         ]);
         std::fs::copy(out.join("loop"), out.join("loop-stripped")).unwrap();
         std::fs::copy(out.join("loop"), out.join("loop-debuglink")).unwrap();
-        for stripped in ["uselib", "loop-stripped", "loop-debuglink"] {
+        for stripped in [
+            "uselib",
+            "loop-stripped",
+            "loop-debuglink",
+            "libhidden-stripped.so",
+        ] {
             run_tool("strip", &out, &[stripped]);
         }
         // A stripped binary whose symbols and DWARF are in a separate
