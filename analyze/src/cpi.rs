@@ -2226,8 +2226,9 @@ impl<'a> FunctionAnalysis<'a> {
             best_cpi: (executed > 0.0).then(|| best_total / executed),
             dynamic_stall_share: (cycles > 0.0 && freqs.is_some())
                 .then(|| ((cycles - best_total) / cycles).max(0.0)),
+            // `+ 0.0`: an empty f64 sum is -0.0, which views print as "-0".
             confident_share: if time_total > 0.0 {
-                confident / time_total
+                confident / time_total + 0.0
             } else {
                 0.0
             },
