@@ -323,25 +323,31 @@ pub fn render_whatcg(w: &WhatCg) -> String {
 /// low confidence (the JSON keeps it).
 pub fn render_topstalls(rows: &[StalledInsn], limit: usize) -> String {
     use std::fmt::Write;
+    let shown = &rows[..rows.len().min(if limit == 0 { usize::MAX } else { limit })];
+    let culprits: Vec<String> = shown
+        .iter()
+        .map(|r| {
+            r.culprits
+                .iter()
+                .take(3)
+                .map(|(c, s)| format!("{c}:{:.0}%", 100.0 * s))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    // As wide as the widest shown (three culprits can take 40 characters),
+    // so the columns after it stay in line.
+    let width = culprits.iter().map(|c| c.len()).max().unwrap_or(0).max(26);
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>10} {:>8} {:>7} {:>6}  {:<26} {:<20} {:>10}  instruction",
+        "{:>10} {:>8} {:>7} {:>6}  {:<width$} {:<20} {:>10}  instruction",
         "stall cyc", "cpi", "best", "conf", "culprits", "function", "addr"
     );
-    for r in rows
-        .iter()
-        .take(if limit == 0 { usize::MAX } else { limit })
-    {
-        let culprits: Vec<String> = r
-            .culprits
-            .iter()
-            .take(3)
-            .map(|(c, s)| format!("{c}:{:.0}%", 100.0 * s))
-            .collect();
+    for (r, culprits) in shown.iter().zip(&culprits) {
         let _ = writeln!(
             out,
-            "{:>10} {:>8} {:>7.2} {:>6}  {:<26} {:<20} {:>10}  {}",
+            "{:>10} {:>8} {:>7.2} {:>6}  {:<width$} {:<20} {:>10}  {}",
             crate::views::cpi_text::si(r.stall_cycles),
             // As in `dcpi cpi`: a low-confidence frequency makes its CPI
             // noise (a loop seen 5 M times too rarely reads as CPI 5 M).
@@ -350,7 +356,7 @@ pub fn render_topstalls(rows: &[StalledInsn], limit: usize) -> String {
                 .map_or("-".into(), |c| format!("{c:.2}")),
             r.best_cpi,
             r.confidence,
-            culprits.join(" "),
+            culprits,
             r.function.chars().take(20).collect::<String>(),
             r.addr.trim_start_matches("0x"),
             r.instruction
