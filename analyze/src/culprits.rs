@@ -789,10 +789,16 @@ pub fn render(r: &CulpritReport) -> String {
             "share", "kind", "code", r.share_of
         );
         for c in &r.culprits {
-            let share = if (c.share[0] - c.share[1]).abs() < 1e-9 {
-                format!("{:.0}%", 100.0 * c.share[1])
+            // A range that rounds to one figure prints as that figure
+            // ("0%", not "0-0%").
+            let (lo, hi) = (
+                format!("{:.0}", 100.0 * c.share[0]),
+                format!("{:.0}", 100.0 * c.share[1]),
+            );
+            let share = if lo == hi {
+                format!("{hi}%")
             } else {
-                format!("{:.0}-{:.0}%", 100.0 * c.share[0], 100.0 * c.share[1])
+                format!("{lo}-{hi}%")
             };
             let _ = writeln!(
                 out,
