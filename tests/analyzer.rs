@@ -1191,13 +1191,45 @@ fn stripped_library_names_its_hidden_functions_by_their_fdes() {
     let p = syms.procedure(start).unwrap();
     assert_eq!(p.name, "exported_entry");
     assert!(p.named);
-    assert_eq!(
-        syms.function_named("exported_entry").unwrap().end,
-        start + size
-    );
+    assert_eq!(syms.functions_named("exported_entry")[0].end, start + size);
     let (hidden, _) = at("hidden_sum");
-    let named = syms.function_named(&format!("fn_{hidden:x}")).unwrap();
+    let named = &syms.functions_named(&format!("fn_{hidden:x}"))[0];
     assert_eq!(named.start, hidden);
+}
+
+/// C++ functions are found by the name a user types: qualified without
+/// return type, template arguments or parameters, or by their last
+/// components; a name two template instances share lists both.
+#[test]
+fn cxx_functions_are_found_by_their_qualified_names() {
+    let path = workload("cxxnames");
+    let image = ElfImage::open(&path, None).unwrap();
+    let name = |q: &str| image.find_function(q).map(|f| f.name);
+    assert_eq!(name("app::Rec::size").unwrap(), "app::Rec::size()");
+    assert_eq!(name("Rec::size").unwrap(), "app::Rec::size()");
+    assert_eq!(name("size").unwrap(), "app::Rec::size()");
+    assert_eq!(
+        name("app::churn<long>").unwrap(),
+        "long app::churn<long>(long&)"
+    );
+    assert_eq!(
+        name("long app::churn<int>(long&)").unwrap(),
+        "long app::churn<int>(long&)"
+    );
+    assert_eq!(
+        name("_ZN3app5churnIiEElRl").unwrap(),
+        "long app::churn<int>(long&)"
+    );
+    for shared in ["app::churn", "churn"] {
+        let e = name(shared).unwrap_err().to_string();
+        assert!(e.contains("names 2 functions"), "{e}");
+        assert!(
+            e.contains("app::churn<int>") && e.contains("app::churn<long>"),
+            "{e}"
+        );
+    }
+    let e = name("app::chrun").unwrap_err().to_string();
+    assert!(e.contains("closest"), "{e}");
 }
 
 fn culprits_json(name: &str, addr: &str) -> Value {

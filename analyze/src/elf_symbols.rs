@@ -384,21 +384,67 @@ impl ElfSymbols {
         }
     }
 
-    /// The first function (by address) called `query`: its symbol-table
-    /// name, its demangled name, or that without its argument list. Only
-    /// mangled names are demangled (a C library's 10 K symbols are compared
-    /// as they are).
-    pub fn function_named(&self, query: &str) -> Option<FunctionRange> {
+    /// The functions called `query`, from the tightest way of naming that
+    /// finds any: the symbol-table name, the demangled name or that without
+    /// its argument list; else the qualified name a C++ or Rust user types
+    /// (`app::churn` for `long app::churn<app::Rec>(...)`, see
+    /// [`crate::qualified_name`]); else its trailing components (`churn`).
+    /// Several where the loosest match is shared (template instances,
+    /// `[clone .isra.0]` copies): the caller asks which. Only mangled names
+    /// are demangled (a C library's 10 K symbols are compared as they are).
+    pub fn functions_named(&self, query: &str) -> Vec<FunctionRange> {
+        use crate::qualified_name::{qualified_instance, qualified_name};
         let end = self.text_end();
-        (0..self.funcs.len()).find_map(|i| {
-            let raw = &self.funcs[i].name;
-            let hit = raw == query
-                || ((raw.starts_with("_Z") || raw.starts_with("_R")) && {
-                    let d = demangle(raw);
-                    d == query || base_name(&d) == query
-                });
-            hit.then(|| self.range_of(i, end))
-        })
+        let mangled = |raw: &str| raw.starts_with("_Z") || raw.starts_with("_R");
+        let exact: Vec<usize> = (0..self.funcs.len())
+            .filter(|&i| {
+                let raw = &self.funcs[i].name;
+                raw == query
+                    || (mangled(raw) && {
+                        let d = demangle(raw);
+                        d == query || base_name(&d) == query
+                    })
+            })
+            .collect();
+        if let Some(&i) = exact.first() {
+            return vec![self.range_of(i, end)];
+        }
+        let want = qualified_name(query);
+        if want.is_empty() {
+            return Vec::new();
+        }
+        let suffix = format!("::{want}");
+        let qualified: Vec<(usize, String)> = (0..self.funcs.len())
+            .filter(|&i| mangled(&self.funcs[i].name))
+            .map(|i| (i, qualified_name(&demangle(&self.funcs[i].name))))
+            .collect();
+        let mut whole: Vec<usize> = qualified
+            .iter()
+            .filter(|(_, q)| *q == want)
+            .map(|(i, _)| *i)
+            .collect();
+        // A query naming its template arguments picks that instance.
+        if whole.len() > 1 && query.contains('<') {
+            let instance = qualified_instance(query);
+            let one: Vec<usize> = whole
+                .iter()
+                .copied()
+                .filter(|&i| qualified_instance(&demangle(&self.funcs[i].name)) == instance)
+                .collect();
+            if !one.is_empty() {
+                whole = one;
+            }
+        }
+        let picked = if whole.is_empty() {
+            qualified
+                .iter()
+                .filter(|(_, q)| q.ends_with(&suffix))
+                .map(|(i, _)| *i)
+                .collect()
+        } else {
+            whole
+        };
+        picked.into_iter().map(|i| self.range_of(i, end)).collect()
     }
 
     /// Every function with a known extent (PLT entries excluded), by address.

@@ -75,13 +75,19 @@ pub fn locate(
                 continue;
             }
         };
-        match image.has_function(func) {
-            Some(f) => found.push(Located {
+        let mut matching = image.functions_matching(func);
+        match matching.len() {
+            0 => missed.push(image),
+            1 => found.push(Located {
                 row,
                 image,
-                function: f,
+                function: matching.pop().expect("one"),
             }),
-            None => missed.push(image),
+            _ => {
+                return Err(AnalyzeError::Usage(crate::image::several_functions(
+                    func, &row.path, &matching,
+                )))
+            }
         }
     }
     // Every image's names, for the closest ones: only when none has it.

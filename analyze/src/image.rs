@@ -121,10 +121,18 @@ impl ElfImage {
         self.symbols.vaddr_of_offset(off)
     }
 
-    /// A function named plainly, mangled or demangled, or by an address inside it
-    /// (`0x401136`). An unknown name lists the closest ones.
+    /// A function named plainly, mangled or demangled, by its qualified
+    /// name (`app::churn`), or by an address inside it (`0x401136`). An
+    /// unknown name lists the closest ones; a name several functions share
+    /// lists them.
     pub fn find_function(&self, query: &str) -> Result<FunctionRange> {
-        if let Some(f) = self.has_function(query) {
+        let mut found = self.functions_matching(query);
+        if found.len() > 1 {
+            return Err(AnalyzeError::Usage(several_functions(
+                query, &self.path, &found,
+            )));
+        }
+        if let Some(f) = found.pop() {
             return Ok(f);
         }
         if let Some(addr) = parse_address(query) {
@@ -141,13 +149,34 @@ impl ElfImage {
         )))
     }
 
-    /// [`Self::find_function`] without the closest names when there is none.
-    pub fn has_function(&self, query: &str) -> Option<FunctionRange> {
+    /// The functions `query` names (an address: the one holding it), none
+    /// if it names none; see [`ElfSymbols::functions_named`].
+    ///
+    /// [`ElfSymbols::functions_named`]: crate::elf_symbols::ElfSymbols::functions_named
+    pub fn functions_matching(&self, query: &str) -> Vec<FunctionRange> {
         match parse_address(query) {
-            Some(addr) => self.symbols.function_at(addr),
-            None => self.symbols.function_named(query),
+            Some(addr) => self.symbols.function_at(addr).into_iter().collect(),
+            None => self.symbols.functions_named(query),
         }
     }
+}
+
+/// The message for a name that several functions of `image` answer to.
+pub fn several_functions(query: &str, image: &str, found: &[FunctionRange]) -> String {
+    const SHOWN: usize = 8;
+    let mut list: Vec<String> = found
+        .iter()
+        .take(SHOWN)
+        .map(|f| format!("\n  {:#x}  {}", f.start, f.name))
+        .collect();
+    if found.len() > SHOWN {
+        list.push(format!("\n  ... and {} more", found.len() - SHOWN));
+    }
+    format!(
+        "'{query}' names {} functions in {image}; give one by its address (--func 0x...) or its full name:{}",
+        found.len(),
+        list.concat()
+    )
 }
 
 /// `0x401136` or `401136h`-free hex with a 0x prefix.

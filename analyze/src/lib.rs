@@ -61,6 +61,7 @@ pub mod linked_functions;
 pub mod loop_totals;
 pub mod phase_timer;
 pub mod prof;
+pub mod qualified_name;
 pub mod register_values;
 pub mod report;
 pub mod resident_loads;

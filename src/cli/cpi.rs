@@ -12,7 +12,7 @@ use dcpi_analyze::views::cpi_text;
 
 #[derive(Args, Debug)]
 pub struct CpiArgs {
-    /// Function: plain, mangled or demangled name, or an address inside it (0x...).
+    /// Function: plain, mangled or demangled name, qualified name (app::churn), or an address inside it (0x...).
     #[arg(long, required_unless_present = "all", conflicts_with = "all")]
     pub func: Option<String>,
     /// Every function with samples in the image (--image, default: the image with most samples).

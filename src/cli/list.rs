@@ -7,7 +7,7 @@ use dcpi_analyze::views::list_text;
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// Function: plain, mangled or demangled name, or an address inside it (0x...).
+    /// Function: plain, mangled or demangled name, qualified name (app::churn), or an address inside it (0x...).
     #[arg(long)]
     pub func: String,
     #[command(flatten)]

@@ -21,7 +21,7 @@ pub struct ModelArgs {
     /// An ELF image to take the block from (with --func or --range).
     #[arg(long)]
     pub image: Option<String>,
-    /// A function of --image (plain, mangled or demangled name).
+    /// A function of --image (plain, mangled, demangled or qualified name).
     #[arg(long, requires = "image", conflicts_with = "range")]
     pub func: Option<String>,
     /// START-END ELF virtual addresses (hex, as objdump prints them).

@@ -49,7 +49,7 @@ pub fn workloads() -> &'static Path {
             out.join("netpair").to_str().unwrap(),
             "netpair.c",
         ]);
-        for w in ["loop", "call", "btree"] {
+        for w in ["loop", "call", "btree", "cxxnames"] {
             cc(&[
                 "-O1",
                 "-g",
