@@ -191,7 +191,10 @@ use crate::elf_symbols::base_name;
 pub fn closest<'a>(names: impl Iterator<Item = &'a str>, query: &str) -> Vec<String> {
     let mut scored: Vec<(usize, &str)> = names
         .map(|n| {
-            let d = edit_distance(base_name(n), query);
+            // C++ names by what a user types (`app::churn`, not `long
+            // app::churn<app::Rec>(...)`), else without their arguments.
+            let q = crate::qualified_name::qualified_name(n);
+            let d = edit_distance(&q, query).min(edit_distance(base_name(n), query));
             (if n.contains(query) { d / 4 } else { d }, n)
         })
         .collect();
