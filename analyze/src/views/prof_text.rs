@@ -25,6 +25,18 @@ impl Default for Sections {
     }
 }
 
+/// Characters of a process's command line the processes table shows (a
+/// daemon's can run to kilobytes of arguments); `--format json` has it all.
+const COMMAND_WIDTH: usize = 120;
+
+/// `text` cut to `width` characters, with `…` where it was cut.
+fn shortened(text: &str, width: usize) -> String {
+    match text.char_indices().nth(width) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
 fn secs(s: Option<f64>) -> String {
     s.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
 }
@@ -231,7 +243,7 @@ pub fn render_sections(r: &ProfReport, s: Sections) -> String {
                 secs(p.user_seconds),
                 secs(p.kernel_seconds),
                 p.percent,
-                p.cmdline.as_deref().unwrap_or("")
+                shortened(p.cmdline.as_deref().unwrap_or(""), COMMAND_WIDTH)
             );
         }
     }
@@ -255,4 +267,17 @@ pub fn render_sections(r: &ProfReport, s: Sections) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shortened;
+
+    #[test]
+    fn long_command_lines_are_cut_with_an_ellipsis() {
+        assert_eq!(shortened("sleep 2", 120), "sleep 2");
+        assert_eq!(shortened("abcdef", 3), "abc…");
+        assert_eq!(shortened("äöüß", 2), "äö…");
+        assert_eq!(shortened("abc", 3), "abc");
+    }
 }
