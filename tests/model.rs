@@ -72,6 +72,23 @@ fn blocks_from_assembly_and_from_an_image() {
     ]);
     assert_eq!(v["instructions"], 4);
     assert!((cpi(&v) - 3.0).abs() < 0.1, "imul chain through rcx: {v}");
+    // The same loop in Intel syntax (llvm-mca's usual input), with --intel.
+    let intel = dir.path().join("i.s");
+    std::fs::write(
+        &intel,
+        "loop:\n add rax, rbx\n imul rcx, rax\n dec rdx\n jnz loop\n",
+    )
+    .unwrap();
+    let path = intel.to_str().unwrap();
+    let vi = model(&["--asm", path, "--intel", "--loop", "--cpu", "golden-cove"]);
+    assert_eq!(vi["insns"][1]["text"], "imul rcx,rax");
+    assert_eq!(vi["cycles_per_iteration"], v["cycles_per_iteration"]);
+    let at_t = dcpi().args(["model", "--asm", path]).output().unwrap();
+    let err = String::from_utf8_lossy(&at_t.stderr);
+    assert!(
+        !at_t.status.success() && err.contains("give --intel"),
+        "{err}"
+    );
     // The whole main of SLEEPY's loop benchmark, by name.
     let v = model(&[
         "--image",

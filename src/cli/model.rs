@@ -15,7 +15,7 @@ pub struct ModelArgs {
     /// Machine code as hex ("48 01 d8 ...").
     #[arg(long, conflicts_with_all = ["asm", "image"])]
     pub hex: Option<String>,
-    /// An assembly file (GNU as syntax), assembled with `as`.
+    /// An assembly file (GNU as, AT&T syntax; Intel with --intel), assembled with `as`.
     #[arg(long, conflicts_with = "image")]
     pub asm: Option<PathBuf>,
     /// An ELF image to take the block from (with --func or --range).
@@ -36,7 +36,7 @@ pub struct ModelArgs {
     /// Iterations to simulate (default: enough for a steady state).
     #[arg(long, default_value_t = 0)]
     pub iterations: usize,
-    /// Intel syntax instead of AT&T.
+    /// Intel syntax instead of AT&T (output, and the --asm file's input).
     #[arg(long)]
     pub intel: bool,
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -48,27 +48,35 @@ fn hex_addr(s: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("bad address '{s}'"))
 }
 
-fn assemble(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
+/// The `.text` bytes of the assembly file at `path` (Intel syntax without
+/// register prefixes with `intel`, as llvm-mca's input often is).
+fn assemble(path: &PathBuf, intel: bool) -> anyhow::Result<Vec<u8>> {
     use object::{Object, ObjectSection};
     let dir = std::env::temp_dir().join(format!("dcpi-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let obj = dir.join("block.o");
-    let out = std::process::Command::new("as")
-        .arg("--64")
-        .arg("-o")
-        .arg(&obj)
-        .arg(path)
-        .output()
-        .context("running `as` (install binutils)")?;
+    let mut cmd = std::process::Command::new("as");
+    cmd.arg("--64");
+    if intel {
+        cmd.args(["-msyntax=intel", "-mnaked-reg"]);
+    }
+    let out = cmd.arg("-o").arg(&obj).arg(path).output();
+    let data = std::fs::read(&obj);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out.context("running `as` (install binutils)")?;
     if !out.status.success() {
+        let hint = if intel {
+            "read as Intel syntax (--intel)"
+        } else {
+            "read as AT&T syntax; give --intel for Intel syntax"
+        };
         bail!(
-            "assembling {} failed:\n{}",
+            "assembling {} failed ({hint}):\n{}",
             path.display(),
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let data = std::fs::read(&obj)?;
-    let _ = std::fs::remove_dir_all(&dir);
+    let data = data.context("reading the assembled object")?;
     let file = object::File::parse(&*data).context("reading the assembled object")?;
     let text = file
         .section_by_name(".text")
@@ -80,7 +88,7 @@ pub fn run(a: ModelArgs) -> anyhow::Result<i32> {
     let (bytes, addr) = if let Some(h) = &a.hex {
         (parse_hex(h)?, 0)
     } else if let Some(p) = &a.asm {
-        (assemble(p)?, 0)
+        (assemble(p, a.intel)?, 0)
     } else if let Some(img) = &a.image {
         let image = ElfImage::open(img, None)?;
         let (start, end) = match (&a.func, &a.range) {
