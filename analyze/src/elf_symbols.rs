@@ -79,6 +79,10 @@ pub struct ElfSymbols {
     pub source: SymbolSource,
     /// (file offset, file size, vaddr) of each PT_LOAD.
     segments: Vec<(u64, u64, u64)>,
+    /// (start, end) of each section of code, sorted: an unsized function
+    /// ends at its section's end at the latest (`_fini` does not run on
+    /// into .got).
+    code: Vec<(u64, u64)>,
     funcs: Vec<Func>,
     plt: Vec<PltSection>,
     plt_names: Vec<String>,
@@ -289,6 +293,12 @@ impl ElfSymbols {
     pub fn parse(data: &[u8]) -> std::result::Result<Self, String> {
         let file = object::File::parse(data).map_err(|e| format!("not an ELF file: {e}"))?;
         let build_id = file.build_id().ok().flatten().map(hex);
+        let mut code: Vec<(u64, u64)> = file
+            .sections()
+            .filter(|s| s.kind() == object::SectionKind::Text && s.size() > 0)
+            .map(|s| (s.address(), s.address() + s.size()))
+            .collect();
+        code.sort_unstable();
         let segments = file
             .segments()
             .map(|s| {
@@ -340,6 +350,7 @@ impl ElfSymbols {
             build_id,
             source,
             segments,
+            code,
             funcs,
             plt,
             plt_names: plt_names(&file),
@@ -370,6 +381,16 @@ impl ElfSymbols {
             .unwrap_or(0)
     }
 
+    /// Where an unsized function starting at `start` ends at the latest:
+    /// its code section's end, else `text_end`.
+    fn code_end(&self, start: u64, text_end: u64) -> u64 {
+        let k = self.code.partition_point(|&(s, _)| s <= start);
+        match k.checked_sub(1).map(|k| self.code[k]) {
+            Some((_, end)) if start < end => end,
+            _ => text_end,
+        }
+    }
+
     fn range_of(&self, i: usize, text_end: u64) -> FunctionRange {
         let f = &self.funcs[i];
         FunctionRange {
@@ -379,7 +400,8 @@ impl ElfSymbols {
             end: if f.size > 0 {
                 f.start + f.size
             } else {
-                self.funcs.get(i + 1).map_or(text_end, |n| n.start)
+                let limit = self.code_end(f.start, text_end);
+                self.funcs.get(i + 1).map_or(limit, |n| n.start.min(limit))
             },
         }
     }
@@ -473,13 +495,21 @@ impl ElfSymbols {
         (vaddr < f.end).then_some(f)
     }
 
-    /// The name objdump would print for a branch or call target: `name` or `name+0x10`.
+    /// The name objdump would print for a branch or call target: `name` or
+    /// `name+0x10`; a C++ or Rust function by its qualified name
+    /// (`std::__introsort_loop+0x40`, not its 300-character instance).
     pub fn label(&self, vaddr: u64) -> Option<String> {
         let p = self.function_at(vaddr)?;
-        Some(if p.start == vaddr {
-            p.name
+        let name = if p.raw_name.starts_with("_Z") || p.raw_name.starts_with("_R") {
+            Some(crate::qualified_name::qualified_name(&p.name)).filter(|q| !q.is_empty())
         } else {
-            format!("{}+{:#x}", p.name, vaddr - p.start)
+            None
+        }
+        .unwrap_or(p.name);
+        Some(if p.start == vaddr {
+            name
+        } else {
+            format!("{}+{:#x}", name, vaddr - p.start)
         })
     }
 
@@ -507,7 +537,7 @@ impl ElfSymbols {
         let inside = if f.size > 0 {
             vaddr < f.start + f.size
         } else {
-            next.is_none_or(|n| vaddr < n.start)
+            vaddr < self.code_end(f.start, u64::MAX) && next.is_none_or(|n| vaddr < n.start)
         };
         if inside {
             return Some(Procedure {
