@@ -113,8 +113,20 @@ pub fn locate(
     match found.len() {
         1 => Ok(found.pop().expect("one")),
         0 => {
+            let kernel = profile
+                .images
+                .iter()
+                .any(|i| i.kind == "kernel" || i.kind == "module")
+                .then(crate::kernel_symbols::KernelSymbols::read);
+            let in_kernel = kernel.as_ref().and_then(|k| k.image_of(func));
             let mut msg = if parse_address(func).is_some() {
                 format!("no profiled image has a function at {func}; name the image with --image")
+            } else if let Some(k) = in_kernel {
+                format!(
+                    "'{func}' is a kernel function ({k}): dcpi list and cpi analyze user-space \
+                     ELF images only (the kernel's code is not read: no vmlinux or /proc/kcore); \
+                     its samples are in `dcpi prof` and `dcpi report`"
+                )
             } else {
                 format!(
                     "no function '{func}' in the profiled images; closest: {}",

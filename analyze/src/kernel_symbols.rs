@@ -83,6 +83,17 @@ impl KernelSymbols {
         s
     }
 
+    /// The kernel image (`[kernel.kallsyms]`, `[kvm]`) with a function
+    /// called `name`, if any.
+    pub fn image_of(&self, name: &str) -> Option<&str> {
+        let mut images: Vec<&String> = self.images.keys().collect();
+        images.sort();
+        images
+            .into_iter()
+            .find(|i| self.images[*i].iter().any(|(_, n)| n == name))
+            .map(|i| i.as_str())
+    }
+
     /// Procedure and its start offset for an offset in a kernel image.
     pub fn procedure(&self, image: &str, offset: u64) -> Option<(&str, u64)> {
         let v = self.images.get(image)?;
@@ -112,5 +123,8 @@ mod tests {
         );
         assert_eq!(s.procedure("[kvm]", 0x1008), Some(("kvm_fn", 0x1000)));
         assert_eq!(s.procedure("[nope]", 0), None);
+        assert_eq!(s.image_of("kvm_fn"), Some("[kvm]"));
+        assert_eq!(s.image_of("helper"), Some("[kernel.kallsyms]"));
+        assert_eq!(s.image_of("nope"), None);
     }
 }
