@@ -1299,6 +1299,7 @@ fn culprits_of_known_stalls() {
     let inside = format!("{:#x}", u64::from_str_radix(&jump[2..], 16).unwrap() + 1);
     let (ok, _, err) = recorded("culprits", "kernels", &["--insn", &inside]);
     assert!(!ok && err.contains("not at an instruction start"), "{err}");
+    assert!(err.contains(&format!("nearest: {jump}")), "{err}");
 }
 
 /// whatcg: btree's dynamic stalls are first of all D-cache misses; matmul's

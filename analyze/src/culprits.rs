@@ -343,9 +343,21 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
         .iter()
         .position(|d| d.addr == addr)
         .ok_or_else(|| {
+            // The nearest instruction starts, and the function by its start
+            // address (a C++ name is neither short nor shell-safe).
+            let before = cfg.insns.iter().rev().find(|d| d.addr < addr);
+            let after = cfg.insns.iter().find(|d| d.addr > addr);
+            let near: Vec<String> = [before, after]
+                .into_iter()
+                .flatten()
+                .map(|d| format!("{:#x}", d.addr))
+                .collect();
             AnalyzeError::Usage(format!(
-                "{addr:#x} is inside {} but not at an instruction start; `dcpi list --func {}` shows them",
-                rep.function, rep.function
+                "{addr:#x} is inside {} but not at an instruction start (nearest: {}); \
+                 `dcpi list --func {}` shows them",
+                rep.function,
+                near.join(", "),
+                rep.start
             ))
         })?;
     let row = rep.instructions[i].clone();
