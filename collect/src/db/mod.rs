@@ -69,7 +69,7 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
             )));
         }
     }
-    let conn = Connection::open_with_flags(
+    let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -77,43 +77,70 @@ pub(crate) fn open_for_write(path: &Path) -> Result<Connection> {
     )
     .map_err(|e| unwritable(e.to_string()))?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    let exists = check_schema(&conn, path)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(|e| unwritable(e.to_string()))?;
+    // A foreign or corrupt file is refused before anything is written to
+    // it; the check reads one snapshot (another collector may be creating
+    // the file meanwhile).
+    {
+        let snapshot = conn.transaction().map_err(|e| unwritable(e.to_string()))?;
+        check_schema(&snapshot, path)?;
+    }
+    // Switching to WAL needs the file to itself: SQLite answers "locked"
+    // at once, without the busy timeout, while another connection is
+    // creating the schema (waiting would deadlock): retry.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => break,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(unwritable(e.to_string())),
+        }
+    }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    if exists {
-        for (from, step) in [
-            (1, schema::MIGRATE_1_TO_2),
-            (2, schema::MIGRATE_2_TO_3),
-            (3, schema::MIGRATE_3_TO_4),
-            (4, schema::MIGRATE_4_TO_5),
-            (5, schema::MIGRATE_5_TO_6),
-            (6, schema::MIGRATE_6_TO_7),
-        ] {
-            let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-            if version == from {
-                let tx = conn
-                    .unchecked_transaction()
-                    .map_err(|e| unwritable(e.to_string()))?;
-                tx.execute_batch(step)?;
-                tx.pragma_update(None, "user_version", from + 1)?;
-                tx.commit().map_err(|e| unwritable(e.to_string()))?;
-            }
+    // Creation and each migration step hold the write lock from the check
+    // on: two collectors starting on one new file at once (or one and a
+    // daemon) create it once, the second waits and appends its run.
+    fn write_lock<'c>(
+        conn: &'c mut Connection,
+        unwritable: &dyn Fn(String) -> CollectError,
+    ) -> Result<rusqlite::Transaction<'c>> {
+        conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| unwritable(e.to_string()))
+    }
+    {
+        let tx = write_lock(&mut conn, &unwritable)?;
+        if !check_schema(&tx, path)? {
+            tx.execute_batch(schema::CREATE)?;
+            tx.execute_batch(schema::LATENCY_TABLES)?;
+            tx.execute_batch(schema::CHARGE_TABLES)?;
+            tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
+            tx.pragma_update(None, "user_version", schema::SCHEMA_VERSION)?;
+            tx.execute(
+                "INSERT INTO meta(key, value) VALUES ('created_by', ?1)",
+                [format!("dcpi {}", env!("CARGO_PKG_VERSION"))],
+            )?;
         }
-    } else {
-        let tx = conn
-            .unchecked_transaction()
-            .map_err(|e| unwritable(e.to_string()))?;
-        tx.execute_batch(schema::CREATE)?;
-        tx.execute_batch(schema::LATENCY_TABLES)?;
-        tx.execute_batch(schema::CHARGE_TABLES)?;
-        tx.pragma_update(None, "application_id", schema::APPLICATION_ID)?;
-        tx.pragma_update(None, "user_version", schema::SCHEMA_VERSION)?;
-        tx.execute(
-            "INSERT INTO meta(key, value) VALUES ('created_by', ?1)",
-            [format!("dcpi {}", env!("CARGO_PKG_VERSION"))],
-        )?;
+        tx.commit().map_err(|e| unwritable(e.to_string()))?;
+    }
+    for (from, step) in [
+        (1, schema::MIGRATE_1_TO_2),
+        (2, schema::MIGRATE_2_TO_3),
+        (3, schema::MIGRATE_3_TO_4),
+        (4, schema::MIGRATE_4_TO_5),
+        (5, schema::MIGRATE_5_TO_6),
+        (6, schema::MIGRATE_6_TO_7),
+    ] {
+        let tx = write_lock(&mut conn, &unwritable)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version == from {
+            tx.execute_batch(step)?;
+            tx.pragma_update(None, "user_version", from + 1)?;
+        }
         tx.commit().map_err(|e| unwritable(e.to_string()))?;
     }
     Ok(conn)
@@ -252,6 +279,40 @@ mod tests {
                 )
                 .unwrap();
             assert_eq!(n, 1, "{table}");
+        }
+    }
+
+    #[test]
+    fn collectors_starting_on_one_new_file_at_once_create_it_once() {
+        // Before the write lock, the second of two collectors started on a
+        // new file together failed with "table meta already exists".
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("race.db");
+        for _ in 0..5 {
+            let _ = std::fs::remove_file(&p);
+            let gate = std::sync::Barrier::new(6);
+            std::thread::scope(|s| {
+                let opened: Vec<_> = (0..6)
+                    .map(|_| {
+                        s.spawn(|| {
+                            gate.wait();
+                            open_for_write(&p).map(|_| ())
+                        })
+                    })
+                    .collect();
+                for o in opened {
+                    o.join().unwrap().unwrap();
+                }
+            });
+            let c = open_for_read(&p).unwrap();
+            let made: i64 = c
+                .query_row(
+                    "SELECT count(*) FROM meta WHERE key = 'created_by'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(made, 1);
         }
     }
 
