@@ -378,6 +378,24 @@ pub fn status(a: ControlArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// How old the counts of a status `v` are (they are published at flushes).
+fn flush_age(v: &serde_json::Value) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    match v["last_flush_unix"]
+        .as_f64()
+        .filter(|_| v["flushes"].as_u64() > Some(0))
+    {
+        Some(t) => format!(
+            "(counted up to the last flush, {:.0} s ago; `dcpi flush` writes the newer ones)",
+            (now - t).max(0.0)
+        ),
+        None => "(counted at each flush, and none has happened yet; `dcpi flush` writes now)"
+            .to_string(),
+    }
+}
+
 fn status_text(v: &serde_json::Value) -> String {
     use std::fmt::Write;
     let mut o = String::new();
@@ -423,6 +441,9 @@ fn status_text(v: &serde_json::Value) -> String {
             .map(|r| format!("{r:.0}/s since the last status"))
             .unwrap_or_else(|| "no new samples since the last status".into())
     );
+    // The counts are the daemon's as of its last flush: say so, or a
+    // status before the first one reads as if nothing were sampled.
+    let _ = writeln!(o, "              {}", flush_age(v));
     let _ = writeln!(
         o,
         "epochs        {} (current epoch id {})",
@@ -528,4 +549,21 @@ pub fn stop(a: ControlArgs) -> anyhow::Result<i32> {
         println!("dcpi: daemon stopped; profile in {db} (dcpi report --db {db})");
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod flush_age_tests {
+    use super::flush_age;
+
+    #[test]
+    fn a_status_says_how_old_its_counts_are() {
+        let none = serde_json::json!({"flushes": 0, "last_flush_unix": 0.0});
+        assert!(flush_age(&none).contains("none has happened yet"));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let some = serde_json::json!({"flushes": 3, "last_flush_unix": now - 7.2});
+        assert!(flush_age(&some).contains("7 s ago"), "{}", flush_age(&some));
+    }
 }
