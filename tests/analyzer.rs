@@ -1232,6 +1232,19 @@ fn cxx_functions_are_found_by_their_qualified_names() {
     assert!(e.contains("closest"), "{e}");
 }
 
+/// A PLT entry is found by the name `dcpi prof` gives it (`work_hot@plt`).
+#[test]
+fn plt_entries_are_found_by_their_prof_names() {
+    let image = ElfImage::open(&workload("uselib"), None).unwrap();
+    let f = image.find_function("work_hot@plt").unwrap();
+    assert_eq!(f.end - f.start, 16, "{f:?}");
+    let p = image.symbols.procedure(f.start).unwrap();
+    assert_eq!(p.name, "work_hot@plt");
+    let bytes = image.bytes(f.start, 16).unwrap();
+    // endbr64 then a bnd/plain indirect jmp, or the jmp itself.
+    assert!(bytes.windows(2).any(|w| w == [0xff, 0x25]), "{bytes:02x?}");
+}
+
 fn culprits_json(name: &str, addr: &str) -> Value {
     let (ok, out, err) = recorded("culprits", name, &["--insn", addr, "--format", "json"]);
     assert!(ok, "{err}");

@@ -431,6 +431,9 @@ impl ElfSymbols {
         if let Some(&i) = exact.first() {
             return vec![self.range_of(i, end)];
         }
+        if query.ends_with("@plt") {
+            return self.plt_entry(query).into_iter().collect();
+        }
         let want = qualified_name(query);
         if want.is_empty() {
             return Vec::new();
@@ -467,6 +470,21 @@ impl ElfSymbols {
             whole
         };
         picked.into_iter().map(|i| self.range_of(i, end)).collect()
+    }
+
+    /// The PLT entry `name` (`memcmp@plt`, as [`Self::procedure`] names
+    /// it): its 16 bytes.
+    fn plt_entry(&self, name: &str) -> Option<FunctionRange> {
+        let k = self.plt_names.iter().position(|n| n == name)? as u64;
+        self.plt.iter().find_map(|p| {
+            let start = p.start + (k + p.skip) * 16;
+            (start + 16 <= p.end).then(|| FunctionRange {
+                name: name.to_string(),
+                raw_name: name.to_string(),
+                start,
+                end: start + 16,
+            })
+        })
     }
 
     /// Every function with a known extent (PLT entries excluded), by address.

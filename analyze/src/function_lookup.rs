@@ -99,16 +99,25 @@ pub fn locate(
     } else {
         Vec::new()
     };
-    // An address may fall in several images' ranges; keep those with samples there.
-    if found.len() > 1 && parse_address(func).is_some() {
+    // An address may fall in several images' ranges, a name (`main`,
+    // `memcmp@plt`) be in several images: keep those with samples there.
+    // A name none of them has samples in still asks which.
+    if found.len() > 1 {
         let mut with = Vec::new();
+        let mut without = Vec::new();
         for l in found {
             let s = profile.image_samples(&l.row, filter)?;
             if function_samples(&l.image, &s, &l.function) > 0 {
                 with.push(l);
+            } else {
+                without.push(l);
             }
         }
-        found = with;
+        found = if with.is_empty() && parse_address(func).is_none() {
+            without
+        } else {
+            with
+        };
     }
     match found.len() {
         1 => Ok(found.pop().expect("one")),

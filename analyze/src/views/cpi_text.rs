@@ -209,7 +209,7 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
             tags.push(format!("{}: {why}", b.confidence.as_str()));
         }
         if let Some(e) = &b.exit {
-            tags.push(format!("{e:?}").to_lowercase());
+            tags.push(exit_text(e));
         }
         let _ = writeln!(
             out,
@@ -243,4 +243,17 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         min.as_str()
     );
     out
+}
+
+/// How a block leaves its function, in words (`tail call to 0x1020`).
+fn exit_text(e: &crate::cfg::Exit) -> String {
+    use crate::cfg::Exit;
+    match e {
+        Exit::Return => "return".into(),
+        Exit::TailCall(t) => format!("tail call to {t:#x}"),
+        Exit::NoReturnCall(t) => format!("call to {t:#x}, which does not return"),
+        Exit::IndirectJump => "indirect jump, targets unknown".into(),
+        Exit::Trap => "trap".into(),
+        Exit::FallsOff => "runs off the end of the function".into(),
+    }
 }
