@@ -242,6 +242,20 @@ pub fn render(rep: &CpiReport, min: Confidence) -> String {
         "cpi/dyn: cycles per execution measured and beyond the best case; estimates below {} confidence print as -",
         min.as_str()
     );
+    // Real code often has no estimate at the default level (xz's match
+    // finder, a Python interpreter's GC): say where the numbers went.
+    let sampled = rep.instructions.iter().filter(|r| r.charged_samples > 0.0);
+    let (all, hidden) = sampled.fold((0, 0), |(a, h), r| {
+        (a + 1, h + usize::from(r.confidence < min))
+    });
+    if hidden > 0 && min > Confidence::Low {
+        let _ = writeln!(
+            out,
+            "hidden:  {hidden} of the {all} instructions with samples are estimated below {} confidence; \
+             `--confidence low` prints them, each block saying why",
+            min.as_str()
+        );
+    }
     out
 }
 
