@@ -274,3 +274,47 @@ fn refused_perf_event_open_prints_paranoid_and_the_fix() {
         "{err}"
     );
 }
+
+/// A profile database another user may not write beside (a copy in a
+/// read-only directory, no -wal next to it) is still read; one this user
+/// may not read at all says so rather than "corrupt".
+#[test]
+fn a_database_in_a_read_only_directory_is_read_and_an_unreadable_one_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempdir();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let db = ro.join("codec.db");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/analyzer/codec.db"),
+        &db,
+    )
+    .unwrap();
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(dir.path(), 0o755);
+    mode(&db, 0o644);
+    mode(&ro, 0o555);
+    // As root, permissions do not bind: run as nobody then.
+    let prof = || {
+        let mut c = dcpi();
+        c.args(["prof", "--view", "images", "--db"]).arg(&db);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            c.uid(65534).gid(65534);
+        }
+        c.output().unwrap()
+    };
+    let out = prof();
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("codec"));
+    mode(&db, 0o000);
+    let out = prof();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("cannot read the profile database"), "{err}");
+    assert!(!err.contains("corrupt"), "{err}");
+    mode(&ro, 0o755);
+}

@@ -41,6 +41,9 @@ pub enum CollectError {
     #[error("{path} is not a dcpi profile database or is corrupt ({detail}); pass another file with -o/--db")]
     NotADatabase { path: PathBuf, detail: String },
 
+    #[error("cannot read the profile database {path}: {detail}")]
+    DbUnreadable { path: PathBuf, detail: String },
+
     #[error(
         "{path} was written by a newer dcpi (schema version {found}); this dcpi reads schema \
          versions up to {supported}: upgrade dcpi"

@@ -153,21 +153,93 @@ pub(crate) fn open_for_read(path: &Path) -> Result<Connection> {
             path: path.to_path_buf(),
         });
     }
+    let unreadable = |detail: String| CollectError::DbUnreadable {
+        path: path.to_path_buf(),
+        detail,
+    };
+    // No permission is not corruption: say which.
+    if let Err(e) = std::fs::File::open(path) {
+        return Err(unreadable(format!(
+            "{e}; run as a user who may read it, or copy it somewhere readable"
+        )));
+    }
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| CollectError::NotADatabase {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
+    .map_err(|e| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::CannotOpen) => unreadable(format!(
+            "{e} (a profile database is in WAL mode: reading it needs its -wal and -shm \
+             files readable, or a directory where they can be made)"
+        )),
+        _ => CollectError::NotADatabase {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        },
     })?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    let conn = readable_wal(conn, path)?;
     if !check_schema(&conn, path)? {
         return Err(CollectError::NotADatabase {
             path: path.to_path_buf(),
             detail: "empty file".into(),
         });
     }
+    Ok(conn)
+}
+
+/// `conn`, or where a WAL database cannot be read because its -shm file
+/// cannot be made (a copy in a directory this user may not write, no -wal
+/// beside it), the same file opened immutable: nothing is writing it.
+fn readable_wal(conn: Connection, path: &Path) -> Result<Connection> {
+    let probe = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    });
+    let Err(e) = probe else {
+        return Ok(conn);
+    };
+    let blocked = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+    );
+    if !blocked {
+        return Ok(conn); // check_schema reports it
+    }
+    let wal = std::path::PathBuf::from(format!("{}-wal", path.display()));
+    let pending = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+    if pending {
+        return Err(CollectError::DbUnreadable {
+            path: path.to_path_buf(),
+            detail: format!(
+                "{e}: its newest data is in {} and reading it needs a -shm file this user \
+                 may not create; read it as the user who wrote it, or from a writable directory",
+                wal.display()
+            ),
+        });
+    }
+    drop(conn);
+    let escaped: String = path
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| match c {
+            '%' => "%25".to_string(),
+            '?' => "%3f".to_string(),
+            '#' => "%23".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    let uri = format!("file:{escaped}?immutable=1");
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| CollectError::DbUnreadable {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
     Ok(conn)
 }
 
