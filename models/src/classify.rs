@@ -98,6 +98,10 @@ pub const CLASSES: &[&str] = &[
     "vec512_shuffle",
     "vec512_lane_cross",
     "load_forwarded_each",
+    "vec_aes",
+    "vec_clmul",
+    "vec_sha",
+    "vec_dot",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -271,6 +275,22 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     }
     if starts(m, &["fmadd", "fmsub", "fnmadd", "fnmsub"]) {
         return fp("fma");
+    }
+    // Crypto and dot-product units: their own classes (Zen 5, measured),
+    // at every width (vaesenc %zmm and vpdpbusd %zmm run as their xmm and
+    // ymm forms there). A description without them costs them as the
+    // multiplies whose pipes they share (machine.rs SPLIT_CLASSES).
+    if starts(m, &["aesenc", "aesdec", "aesimc", "aeskeygenassist"]) {
+        return Some("vec_aes");
+    }
+    if starts(m, &["pclmul"]) {
+        return Some("vec_clmul");
+    }
+    if starts(m, &["sha1", "sha256"]) {
+        return Some("vec_sha");
+    }
+    if starts(m, &["pdpbusd", "pdpwssd"]) {
+        return Some("vec_dot");
     }
     let fp_suffix =
         m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd");
@@ -1265,6 +1285,18 @@ mod tests {
         assert_eq!(one(&[0xf2, 0x0f, 0xc2, 0xc1, 0x01]).class, "fp_minmax"); // cmpltsd
         assert_eq!(one(&[0x66, 0x0f, 0x3a, 0x0b, 0xc0, 0x01]).class, "fp_round"); // roundsd
         assert_eq!(one(&[0x66, 0x0f, 0x7c, 0xc1]).class, "fp_hadd"); // haddpd
+        assert_eq!(one(&[0x66, 0x0f, 0x38, 0xdc, 0xc8]).class, "vec_aes"); // aesenc %xmm0,%xmm1
+                                                                           // vaesenc %zmm0,%zmm1,%zmm2: the same unit at every width.
+        assert_eq!(one(&[0x62, 0xf2, 0x75, 0x48, 0xdc, 0xd0]).class, "vec_aes");
+        // pclmulqdq $0,%xmm0,%xmm1
+        assert_eq!(
+            one(&[0x66, 0x0f, 0x3a, 0x44, 0xc8, 0x00]).class,
+            "vec_clmul"
+        );
+        // sha256rnds2 %xmm0,%xmm1,%xmm2
+        assert_eq!(one(&[0x0f, 0x38, 0xcb, 0xd1]).class, "vec_sha");
+        // vpdpbusd %ymm1,%ymm2,%ymm3
+        assert_eq!(one(&[0xc4, 0xe2, 0x6d, 0x50, 0xd9]).class, "vec_dot");
         assert_eq!(one(&[0x0f, 0x52, 0xc0]).class, "fp_rcp"); // rsqrtps
         assert_eq!(one(&[0xf2, 0x0f, 0x51, 0xc0]).class, "fp_sqrt"); // sqrtsd
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2c, 0xc0]).class, "cvt_to_gpr"); // cvttsd2si

@@ -459,6 +459,10 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec512_lane_cross", "vec512_alu"),
     ("vec_permute", "vec_lane_cross"),
     ("vec_lane_insert", "vec_lane_cross"),
+    ("vec_aes", "fp_mul"),
+    ("vec_clmul", "vec_imul"),
+    ("vec_sha", "vec_imul"),
+    ("vec_dot", "fma"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
