@@ -102,6 +102,7 @@ pub const CLASSES: &[&str] = &[
     "vec_clmul",
     "vec_sha",
     "vec_dot",
+    "vec512_shift",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -261,6 +262,7 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
         Some(match (zmm, c) {
             (false, c) => c,
             (true, "vec_compare") => "vec512_compare",
+            (true, "vec_shift") => "vec512_shift",
             (true, "vec_shuffle" | "vec_byte_shuffle" | "vec_align") => "vec512_shuffle",
             (true, "vec_lane_cross" | "vec_permute" | "vec_lane_insert") => "vec512_lane_cross",
             (true, _) => "vec512_alu",
@@ -453,7 +455,10 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     }
     // Element shifts (the byte shifts are shuffles, above): two pipes on
     // Zen 3, measured, where `vec_alu` has four.
-    if starts(m, &["psll", "psrl", "psra"]) {
+    // Rotates (AVX-512, any width) shift on the same pipes (Zen 5,
+    // measured: twelve independent vprold %zmm 6.0 cycles a copy, as
+    // vpslld).
+    if starts(m, &["psll", "psrl", "psra", "prol", "pror"]) {
         return int("vec_shift");
     }
     if starts(

@@ -463,6 +463,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_clmul", "vec_imul"),
     ("vec_sha", "vec_imul"),
     ("vec_dot", "fma"),
+    ("vec512_shift", "vec512_alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
