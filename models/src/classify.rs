@@ -102,7 +102,6 @@ pub const CLASSES: &[&str] = &[
     "vec_clmul",
     "vec_sha",
     "vec_dot",
-    "vec512_shift",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -208,6 +207,10 @@ pub struct Shape {
     pub cond_branch: bool,
     /// The class was guessed (mnemonic not in the tables).
     pub unknown: bool,
+    /// For a 512-bit operation put in a `vec512_*` class: the class its
+    /// narrower form has (a machine with
+    /// [`crate::machine::Machine::full_width_512`] runs it so).
+    pub narrow_512: Option<&'static str>,
     /// Where it is in memory, and its length in bytes (the front end
     /// fetches by lines: [`crate::machine::Machine::fetch_line_bytes`]).
     pub addr: u64,
@@ -262,7 +265,6 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
         Some(match (zmm, c) {
             (false, c) => c,
             (true, "vec_compare") => "vec512_compare",
-            (true, "vec_shift") => "vec512_shift",
             (true, "vec_shuffle" | "vec_byte_shuffle" | "vec_align") => "vec512_shuffle",
             (true, "vec_lane_cross" | "vec_permute" | "vec_lane_insert") => "vec512_lane_cross",
             (true, _) => "vec512_alu",
@@ -382,7 +384,9 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     if starts(m, &["broadcast", "pbroadcast", "insertf", "inserti"]) {
         return int("vec_lane_insert");
     }
-    if starts(m, &["perm"]) {
+    // valignd/valignq shift across lanes (Zen 5, measured: zmm chains
+    // 5.0 cycles, one every 0.50, as vpermt2d).
+    if starts(m, &["perm", "alignd", "alignq"]) {
         return int("vec_permute");
     }
     // Variable blends: the byte shuffles' two pipes on Zen 4, one cycle.
@@ -784,6 +788,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         && (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Register);
 
     let mut unknown = false;
+    let mut narrow_512 = None;
     let class: &'static str = if i.has_lock_prefix() || (i.mnemonic() == Mnemonic::Xchg && has_mem)
     {
         "locked"
@@ -1041,12 +1046,22 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     let ymm_dest = i.op_count() > 0
                         && i.op0_kind() == OpKind::Register
                         && (i.op0_register().is_ymm() || i.op0_register().is_zmm());
-                    match vector_class(bare, any_zmm(i), ymm_dest) {
-                        Some("vec_mov") if has_mem => "nop",
+                    let vex = bare.len() < m.len();
+                    let finish = |c: Option<&'static str>| match c {
+                        Some("vec_mov") if has_mem => Some("nop"),
                         // The VEX form (its mask a fourth operand) is three
                         // µops on Golden Cove, 2 cycles (measured), where the
                         // SSE form is one.
-                        Some("vec_blendv") if bare.len() < m.len() => "vec_blendv_vex",
+                        Some("vec_blendv") if vex => Some("vec_blendv_vex"),
+                        c => c,
+                    };
+                    let zmm = any_zmm(i);
+                    let wide = finish(vector_class(bare, zmm, ymm_dest));
+                    if zmm {
+                        narrow_512 = finish(vector_class(bare, false, ymm_dest))
+                            .filter(|&n| Some(n) != wide);
+                    }
+                    match wide {
                         Some(c) => c,
                         None => {
                             unknown = true;
@@ -1109,6 +1124,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         logical_flags,
         cond_branch,
         unknown,
+        narrow_512,
         addr: i.ip(),
         len: i.len(),
         offset_of: offset_of(i),

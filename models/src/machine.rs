@@ -80,6 +80,11 @@ pub struct Machine {
     /// instructions: 0.67 / 0.67 / 0.80 / 0.80 / 1.00 / 1.00 / 1.00).
     #[serde(default)]
     pub decode_bytes_straddle: bool,
+    /// 512-bit operations run as their narrower forms do (same class,
+    /// ports and latency: Zen 5's full-width datapath) rather than in the
+    /// `vec512_*` classes (see [`crate::classify::Shape::narrow_512`]).
+    #[serde(default)]
+    pub full_width_512: bool,
     pub macro_fusion: bool,
     pub move_elimination: bool,
     /// `movzx` from a low byte register into another one is eliminated
@@ -463,7 +468,6 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_clmul", "vec_imul"),
     ("vec_sha", "vec_imul"),
     ("vec_dot", "fma"),
-    ("vec512_shift", "vec512_alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
