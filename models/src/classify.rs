@@ -102,6 +102,9 @@ pub const CLASSES: &[&str] = &[
     "vec_clmul",
     "vec_sha",
     "vec_dot",
+    "fp_div_single",
+    "fp_sqrt_single",
+    "vec_sad",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -319,10 +322,12 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     {
         return fp("fp_mul");
     }
-    if starts(m, &["div"])
-        && (m.ends_with("ps") || m.ends_with("pd") || m.ends_with("ss") || m.ends_with("sd"))
-    {
-        return Some("fp_div");
+    // Single precision divides and square roots are quicker than double
+    // (Zen 5, measured: divss/divps at any width 10 cycles, one every 2.5;
+    // sqrtss/sqrtps 14, one every 4.5; the doubles 13 / 4 and 20 / 7.5).
+    let single = m.ends_with("ps") || m.ends_with("ss");
+    if starts(m, &["div"]) && (single || m.ends_with("pd") || m.ends_with("sd")) {
+        return Some(if single { "fp_div_single" } else { "fp_div" });
     }
     // Reciprocal estimates are quick (Golden Cove: 4 cycles, one a cycle,
     // measured), square roots are not.
@@ -330,7 +335,7 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
         return Some("fp_rcp");
     }
     if starts(m, &["sqrt"]) {
-        return Some("fp_sqrt");
+        return Some(if single { "fp_sqrt_single" } else { "fp_sqrt" });
     }
     // Compares into the flags: one a cycle on port 0 on Golden Cove
     // (measured), where fp_add has two ports.
@@ -441,7 +446,12 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     }
     // Sums of differences and 64-bit compares: three cycles on port 5
     // (`psadbw` 3.05, `pcmpgtq` 3.04, four independent `vpcmpgtq` 4.04).
-    if starts(m, &["psadbw", "dbpsadbw", "pcmpgtq"]) {
+    // Zen 5 splits them (measured): the sums on the multiply pipes, 3
+    // cycles; `pcmpgtq` two a cycle, 2 cycles, where the byte shuffles go.
+    if starts(m, &["psadbw", "dbpsadbw"]) {
+        return int("vec_sad");
+    }
+    if starts(m, &["pcmpgtq"]) {
         return int("vec_p5_long");
     }
     // Integer compares, minimum/maximum, averages, absolute values, signs
@@ -1289,7 +1299,7 @@ mod tests {
         assert_eq!(one(&[0x66, 0x0f, 0xd7, 0xc0]).class, "vec_movmsk"); // pmovmskb %xmm0,%eax
         assert_eq!(one(&[0xc5, 0xfd, 0xd7, 0xc0]).class, "vec_movmsk"); // vpmovmskb %ymm0,%eax
         assert_eq!(one(&[0x66, 0x0f, 0x38, 0x17, 0xc8]).class, "vec_test"); // ptest
-        assert_eq!(one(&[0x66, 0x0f, 0xf6, 0xc1]).class, "vec_p5_long"); // psadbw
+        assert_eq!(one(&[0x66, 0x0f, 0xf6, 0xc1]).class, "vec_sad"); // psadbw
         assert_eq!(one(&[0x66, 0x0f, 0x38, 0x37, 0xc1]).class, "vec_p5_long"); // pcmpgtq
         assert_eq!(one(&[0x66, 0x0f, 0x67, 0xc1]).class, "vec_pack"); // packuswb
         assert_eq!(one(&[0xc4, 0xe2, 0x7d, 0x30, 0xc0]).class, "vec_pack"); // vpmovzxbw %xmm0,%ymm0

@@ -468,6 +468,9 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_clmul", "vec_imul"),
     ("vec_sha", "vec_imul"),
     ("vec_dot", "fma"),
+    ("fp_div_single", "fp_div"),
+    ("fp_sqrt_single", "fp_sqrt"),
+    ("vec_sad", "vec_p5_long"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
