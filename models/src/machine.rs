@@ -82,9 +82,15 @@ pub struct Machine {
     pub decode_bytes_straddle: bool,
     /// 512-bit operations run as their narrower forms do (same class,
     /// ports and latency: Zen 5's full-width datapath) rather than in the
-    /// `vec512_*` classes (see [`crate::classify::Shape::narrow_512`]).
+    /// `vec512_*` classes (see [`crate::classify::Shape::narrow_512`]),
+    /// but for a 512-bit class split off later that the description
+    /// names itself (Zen 5's `vec512_permute`: one cycle more).
     #[serde(default)]
     pub full_width_512: bool,
+    /// The split-off classes ([`SPLIT_CLASSES`]) the description names
+    /// itself, rather than costing them as the class they came from.
+    #[serde(skip)]
+    own_split_classes: Vec<&'static str>,
     pub macro_fusion: bool,
     pub move_elimination: bool,
     /// `movzx` from a low byte register into another one is eliminated
@@ -462,6 +468,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec512_compare", "vec512_alu"),
     ("vec512_shuffle", "vec512_alu"),
     ("vec512_lane_cross", "vec512_alu"),
+    ("vec512_permute", "vec512_lane_cross"),
     ("vec_permute", "vec_lane_cross"),
     ("vec_lane_insert", "vec_lane_cross"),
     ("vec_aes", "fp_mul"),
@@ -508,6 +515,11 @@ impl Machine {
         // Classes split off later from a broader one: a description written
         // before (a calibrated copy, or one that never measured the
         // difference) costs them as the class they came from.
+        m.own_split_classes = SPLIT_CLASSES
+            .iter()
+            .map(|(class, _)| *class)
+            .filter(|c| m.classes.contains_key(*c))
+            .collect();
         for (class, like) in SPLIT_CLASSES {
             if !m.classes.contains_key(*class) {
                 if let Some(cost) = m.classes.get(*like).cloned() {
@@ -664,6 +676,12 @@ impl Machine {
             .get(name)
             .or_else(|| self.classes.get("alu"))
             .expect("alu is required")
+    }
+
+    /// Whether a 512-bit operation of class `wide` runs as its narrower
+    /// form (see [`Machine::full_width_512`]).
+    pub fn narrows_512(&self, wide: &str) -> bool {
+        self.full_width_512 && !self.own_split_classes.contains(&wide)
     }
 
     /// Whether the description names the class (others fall back to `alu`).

@@ -346,9 +346,12 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
     });
     if machine.full_width_512 {
         for s in &mut shapes {
-            if let Some(n) = s.narrow_512 {
-                s.class = n;
-                s.class_id = crate::classify::class_index(n) as u16;
+            match s.narrow_512 {
+                Some(n) if machine.narrows_512(s.class) => {
+                    s.class = n;
+                    s.class_id = crate::classify::class_index(n) as u16;
+                }
+                _ => {}
             }
         }
     }
