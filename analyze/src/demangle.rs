@@ -1,5 +1,11 @@
 //! Rust (legacy and v0) and C++ (Itanium) symbol demangling.
 
+/// Whether `name` is a mangled C++ (Itanium) or Rust symbol: the names
+/// worth demangling and reading as qualified names.
+pub fn is_mangled(name: &str) -> bool {
+    name.starts_with("_Z") || name.starts_with("_R")
+}
+
 /// Demangled form of a symbol, or the symbol itself.
 pub fn demangle(name: &str) -> String {
     // Strip versions from dynamic symbols (memcpy@@GLIBC_2.14).

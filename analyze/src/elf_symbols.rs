@@ -17,7 +17,7 @@
 //! split-off cold part (`f.cold`) has an FDE of its own and is its own
 //! `fn_<address>`.
 
-use crate::demangle::demangle;
+use crate::demangle::{demangle, is_mangled};
 use crate::error::{AnalyzeError, Result};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 
@@ -417,12 +417,11 @@ impl ElfSymbols {
     pub fn functions_named(&self, query: &str) -> Vec<FunctionRange> {
         use crate::qualified_name::{qualified_instance, qualified_name};
         let end = self.text_end();
-        let mangled = |raw: &str| raw.starts_with("_Z") || raw.starts_with("_R");
         let exact: Vec<usize> = (0..self.funcs.len())
             .filter(|&i| {
                 let raw = &self.funcs[i].name;
                 raw == query
-                    || (mangled(raw) && {
+                    || (is_mangled(raw) && {
                         let d = demangle(raw);
                         d == query || base_name(&d) == query
                     })
@@ -440,7 +439,7 @@ impl ElfSymbols {
         }
         let suffix = format!("::{want}");
         let qualified: Vec<(usize, String)> = (0..self.funcs.len())
-            .filter(|&i| mangled(&self.funcs[i].name))
+            .filter(|&i| is_mangled(&self.funcs[i].name))
             .map(|i| (i, qualified_name(&demangle(&self.funcs[i].name))))
             .collect();
         let mut whole: Vec<usize> = qualified
@@ -518,12 +517,10 @@ impl ElfSymbols {
     /// (`std::__introsort_loop+0x40`, not its 300-character instance).
     pub fn label(&self, vaddr: u64) -> Option<String> {
         let p = self.function_at(vaddr)?;
-        let name = if p.raw_name.starts_with("_Z") || p.raw_name.starts_with("_R") {
-            Some(crate::qualified_name::qualified_name(&p.name)).filter(|q| !q.is_empty())
-        } else {
-            None
-        }
-        .unwrap_or(p.name);
+        let short = is_mangled(&p.raw_name)
+            .then(|| crate::qualified_name::qualified_name(&p.name))
+            .filter(|q| !q.is_empty());
+        let name = short.unwrap_or(p.name);
         Some(if p.start == vaddr {
             name
         } else {
