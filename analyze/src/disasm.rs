@@ -81,6 +81,7 @@ pub fn disassemble(
                 addr: addr + pos as u64,
                 instr: bad,
                 text: "(bad)".into(),
+                intel: syntax == Syntax::Intel,
             });
             dec.set_position(pos + 1).expect("inside the buffer");
             dec.set_ip(addr + pos as u64 + 1);
@@ -95,6 +96,7 @@ pub fn disassemble(
             addr: i.ip(),
             instr: i,
             text,
+            intel: syntax == Syntax::Intel,
         };
         let branchy = matches!(
             i.flow_control(),

@@ -10,6 +10,9 @@ pub struct Decoded {
     pub addr: u64,
     pub instr: Instruction,
     pub text: String,
+    /// `text` is in Intel syntax (else AT&T, objdump's default): the
+    /// model names registers in its stall reasons the same way.
+    pub intel: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -82,6 +85,7 @@ pub fn decode(bytes: &[u8], addr: u64, intel: bool) -> Result<Vec<Decoded>, Bloc
             addr: i.ip(),
             instr: i,
             text,
+            intel,
         });
     }
     Ok(out)

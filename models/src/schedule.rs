@@ -205,7 +205,9 @@ pub struct Simulation {
     pub fixed: bool,
 }
 
-fn reg_name(r: Reg) -> String {
+/// A register as the block's text writes it: `%rbx` in AT&T syntax,
+/// `rbx` in Intel's.
+fn reg_name(r: Reg, intel: bool) -> String {
     if r == crate::classify::FLAGS {
         return "flags".into();
     }
@@ -215,13 +217,14 @@ fn reg_name(r: Reg) -> String {
         let mut v = vec![String::new(); 256];
         for x in iced_x86::Register::values() {
             if let Some(slot) = v.get_mut(x as usize) {
-                *slot = format!("%{:?}", x).to_lowercase();
+                *slot = format!("{:?}", x).to_lowercase();
             }
         }
         v
     });
     match names.get(r as usize) {
-        Some(name) if !name.is_empty() => name.clone(),
+        Some(name) if !name.is_empty() && intel => name.clone(),
+        Some(name) if !name.is_empty() => format!("%{name}"),
         _ => format!("r{r}"),
     }
 }
@@ -552,7 +555,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         register: if reg == LOAD_RESULT {
                             "load result".into()
                         } else {
-                            reg_name(reg)
+                            reg_name(reg, block[producer].intel)
                         },
                         producer,
                         producer_text: block[producer].text.clone(),
@@ -1662,6 +1665,30 @@ mod tests {
             });
             assert_eq!(dep, Some(("flags".to_string(), 0, 2)), "{cpu}");
         }
+    }
+
+    #[test]
+    fn a_dependency_names_its_register_in_the_blocks_syntax() {
+        // add %rbx,%rax; add %rax,%rbx as a loop: each waits for the other.
+        let m = Machine::by_name("zen5").unwrap();
+        let bytes = parse_hex("48 01 d8 48 01 c3").unwrap();
+        let registers = |intel: bool| -> Vec<String> {
+            let b = decode(&bytes, 0x1000, intel).unwrap();
+            let opts = Options {
+                mode: RepeatMode::Loop,
+                iterations: 0,
+            };
+            analyze(&m, &b, opts).insns[1]
+                .stalls
+                .iter()
+                .filter_map(|st| match st {
+                    Stall::Dependency { register, .. } => Some(register.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(registers(false), ["%rax"]);
+        assert_eq!(registers(true), ["rax"]);
     }
 
     #[test]
