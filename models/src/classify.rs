@@ -114,6 +114,12 @@ pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded", "load_forwarded_each",
 /// A register as the dependency tracker sees it (full width; FLAGS = 1000).
 pub type Reg = u16;
 pub const FLAGS: Reg = 1000;
+/// The overflow flag on its own, as adox reads and writes it: adcx
+/// (carry) and adox (overflow) chains interleave without waiting for each
+/// other (measured on Zen 5: two chains of two, 2.0 cycles a trip, not
+/// 4.0). Only adox names it; [`split_overflow_flag`] makes the block's
+/// other instructions that touch OF name it too.
+pub const FLAGS_OF: Reg = 1001;
 
 /// A memory operand's address expression (for store-to-load forwarding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -201,10 +207,12 @@ pub struct Shape {
     /// is fetched from elsewhere (see
     /// [`crate::machine::Machine::taken_branches_per_cycle`]).
     pub taken: bool,
-    /// A one-operand 64-bit `mul`/`imul`: the high half of its product
-    /// (rdx) comes after the low one where the description has the class
-    /// `mul_wide_high`.
-    pub wide_mul64: bool,
+    /// A multiply whose product's high half (this register) comes after
+    /// the low one where the description has the class `mul_wide_high`:
+    /// one-operand 64-bit `mul`/`imul` (rdx) and `mulx` of either size
+    /// (its first destination; Zen 5 measured, session 63: the low half 3
+    /// cycles, the high 4, 1.5 a cycle, as `mul %rsi`).
+    pub high_half: Option<Reg>,
     /// test/and/or/xor on general registers: flags from a logical
     /// operation (see [`crate::machine::Machine::logical_flags_latency`]).
     pub logical_flags: bool,
@@ -589,6 +597,37 @@ fn mnemonic_name(m: Mnemonic) -> &'static str {
     names.get(m as usize).map_or("", String::as_str)
 }
 
+/// Makes an instruction that reads or writes the overflow flag (all but
+/// adox, which names nothing else) name [`FLAGS_OF`] as well as
+/// [`FLAGS`], so an adox after it waits for it and a `jo` after an adox
+/// waits for the adox.
+pub fn name_overflow_flag(i: &Instruction, sh: &mut Shape) {
+    use iced_x86::RflagsBits;
+    if i.mnemonic() == Mnemonic::Adox {
+        return;
+    }
+    if i.rflags_read() & RflagsBits::OF != 0 && !sh.reads.contains(&FLAGS_OF) {
+        sh.reads.push(FLAGS_OF);
+    }
+    let written = i.rflags_written() | i.rflags_cleared() | i.rflags_set();
+    if written & RflagsBits::OF != 0 && !sh.writes.contains(&FLAGS_OF) {
+        sh.writes.push(FLAGS_OF);
+    }
+}
+
+/// [`name_overflow_flag`] over a block that holds an adox (others keep
+/// one flags register: nothing in them waits on OF alone).
+pub fn split_overflow_flag<'a>(
+    block: impl IntoIterator<Item = &'a Instruction>,
+    shapes: &mut [Shape],
+) {
+    if shapes.iter().any(|s| s.writes.contains(&FLAGS_OF)) {
+        for (i, sh) in block.into_iter().zip(shapes) {
+            name_overflow_flag(i, sh);
+        }
+    }
+}
+
 /// Analyzes one instruction.
 pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
     let m = mnemonic_name(i.mnemonic());
@@ -643,11 +682,16 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             _ => {}
         }
     }
-    if i.rflags_read() != 0 {
-        reads.push(FLAGS);
-    }
-    if i.rflags_written() != 0 || i.rflags_cleared() != 0 || i.rflags_set() != 0 {
-        writes.push(FLAGS);
+    if i.mnemonic() == Mnemonic::Adox {
+        reads.push(FLAGS_OF);
+        writes.push(FLAGS_OF);
+    } else {
+        if i.rflags_read() != 0 {
+            reads.push(FLAGS);
+        }
+        if i.rflags_written() != 0 || i.rflags_cleared() != 0 || i.rflags_set() != 0 {
+            writes.push(FLAGS);
+        }
     }
     // Partial writes of 8/16-bit registers merge with the old value.
     for k in 0..i.op_count() {
@@ -787,6 +831,13 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         } else {
             i.op0_register().size() == 8
         });
+    let high_half = if wide_mul64 {
+        Some(Register::RDX as Reg)
+    } else if i.mnemonic() == Mnemonic::Mulx {
+        Some(full(i.op0_register()))
+    } else {
+        None
+    };
     let logical_flags = matches!(
         i.mnemonic(),
         Mnemonic::Test | Mnemonic::And | Mnemonic::Or | Mnemonic::Xor
@@ -885,6 +936,8 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 | Mnemonic::Or
                 | Mnemonic::Xor
                 | Mnemonic::Adc
+                | Mnemonic::Adcx
+                | Mnemonic::Adox
                 | Mnemonic::Sbb
                 | Mnemonic::Cmp
                 | Mnemonic::Test
@@ -1152,7 +1205,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
         zero_extending_load,
         fusible,
         taken: false,
-        wide_mul64,
+        high_half,
         logical_flags,
         cond_branch,
         unknown,

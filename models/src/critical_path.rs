@@ -57,7 +57,8 @@ fn longest_path(machine: &Machine, block: &[Decoded], from: Option<&[Reg]>) -> f
         {
             continue;
         }
-        let sh = shape(&d.instr, &mut info);
+        let mut sh = shape(&d.instr, &mut info);
+        crate::classify::name_overflow_flag(&d.instr, &mut sh);
         // Tracking `from`: a value derived from none of them is absent
         // (None), not ready at 0.
         let at = |regs: &[Reg], ready: &HashMap<Reg, u64>| -> Option<u64> {

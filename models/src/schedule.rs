@@ -211,6 +211,9 @@ fn reg_name(r: Reg, intel: bool) -> String {
     if r == crate::classify::FLAGS {
         return "flags".into();
     }
+    if r == crate::classify::FLAGS_OF {
+        return "flags (OF)".into();
+    }
     // iced's Register values are < 256 and dense: name them all once.
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     let names = NAMES.get_or_init(|| {
@@ -347,6 +350,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         let mut info = info.borrow_mut();
         block.iter().map(|d| shape(&d.instr, &mut info)).collect()
     });
+    crate::classify::split_overflow_flag(block.iter().map(|d| &d.instr), &mut shapes);
     if machine.full_width_512 {
         for s in &mut shapes {
             match s.narrow_512 {
@@ -501,7 +505,8 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         latency: inside
                             + match pd.exec {
                                 Some(x)
-                                    if x as usize != p && shapes[pd.stat as usize].wide_mul64 =>
+                                    if x as usize != p
+                                        && shapes[pd.stat as usize].high_half.is_some() =>
                                 {
                                     g.uops[x as usize].latency + g.uops[p].latency
                                 }
@@ -618,10 +623,11 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 machine.sse_avx_transition
             ));
         }
-        if sh.wide_mul64 && machine.has_class("mul_wide_high") {
+        if let (Some(r), true) = (sh.high_half, machine.has_class("mul_wide_high")) {
             let high = machine.class("mul_wide_high");
             notes.push(format!(
-                "high half (rdx) {} cycle(s) later, a second µop on {}",
+                "high half ({}) {} cycle(s) later, a second µop on {}",
+                reg_name(r, d.intel),
                 high.latency,
                 high.ports.join(",")
             ));
@@ -1707,6 +1713,41 @@ mod tests {
         assert_eq!(cpi("39 c8 0f 44 c8", "zen5"), 2.0);
         // edit_distance's running minimum (add; cmp; cmovle): 4.00.
         assert_eq!(cpi("83 c1 01 39 c8 0f 4e c8", "zen5"), 4.0);
+    }
+
+    #[test]
+    fn adcx_and_adox_chains_run_side_by_side_through_carry_and_overflow() {
+        // Measured on a Zen 5 host (session 63, models/examples/measure.rs).
+        // adcx %rax,%rbx; adox %rcx,%rdx twice: two chains of two, 2.00.
+        let two_chains = "66 48 0f 38 f6 d8 f3 48 0f 38 f6 d1 66 48 0f 38 f6 d8 f3 48 0f 38 f6 d1";
+        assert_eq!(cpi(two_chains, "zen5"), 2.0);
+        // add %rax,%rax; adox %rcx,%rdx: the adox takes the add's OF.
+        let a = run("48 01 c0 f3 48 0f 38 f6 d1", "zen5", RepeatMode::Unrolled);
+        let waits_for_add = a.insns[1].stalls.iter().any(|st| {
+            matches!(st, Stall::Dependency { register, producer: 0, .. } if register == "flags (OF)")
+        });
+        assert!(waits_for_add, "{:?}", a.insns[1].stalls);
+        // adox %rcx,%rdx; seto %cl: seto waits for the adox's OF.
+        let a = run("f3 48 0f 38 f6 d1 0f 90 c1", "zen5", RepeatMode::Unrolled);
+        assert!(
+            a.insns[1]
+                .stalls
+                .iter()
+                .any(|st| matches!(st, Stall::Dependency { producer: 0, .. })),
+            "{:?}",
+            a.insns[1].stalls
+        );
+    }
+
+    #[test]
+    fn zen5_mulx_gives_its_low_half_in_three_cycles_and_its_high_in_four() {
+        // Measured on a Zen 5 host (session 63, models/examples/measure.rs):
+        // as `mul %rsi`, two µops on the multiply pipes, 1.5 a cycle.
+        assert_eq!(cpi("c4 c2 bb f6 c8", "zen5"), 3.0); // mulx %r8,%r8,%rcx: low half
+        assert_eq!(cpi("c4 e2 bb f6 c9", "zen5"), 4.0); // mulx %rcx,%r8,%rcx: high half
+        assert_eq!(cpi("c4 c2 3b f6 c8", "zen5"), 3.0); // 32-bit, low half
+        let independent = cpi("c4 62 bb f6 ce c4 62 bb f6 ce c4 62 bb f6 ce", "zen5");
+        assert!((independent - 2.0).abs() < 0.01, "{independent}"); // 2.00 measured
     }
 
     #[test]

@@ -30,8 +30,6 @@ use std::ops::Range;
 use std::sync::Arc;
 
 const NONE: u32 = u32::MAX;
-/// rdx as the dependency tracker names it (the high half of a wide multiply).
-const RDX_REG: Reg = iced_x86::Register::RDX as Reg;
 /// `NONE - 1`, as a pattern.
 const NONE_1: u32 = u32::MAX - 1;
 
@@ -1103,14 +1101,16 @@ impl<'a> Graph<'a> {
                 // apart: the low half and the flags first; other forms
                 // (32-bit, mulx) have both halves at the sum.
                 let latency = match self.mul_high {
-                    Some((_, high)) if sh.class == "mul_wide" && !sh.wide_mul64 => latency + high,
+                    Some((_, high)) if sh.class == "mul_wide" && sh.high_half.is_none() => {
+                        latency + high
+                    }
                     _ => latency,
                 };
                 let e = self.push_uop(id, exec_ports, latency, occupancy, from);
                 exec_uop = Some(e);
-                if let (Some((ports, high)), true) = (self.mul_high, sh.wide_mul64) {
+                if let (Some((ports, high)), Some(r)) = (self.mul_high, sh.high_half) {
                     let from = self.deps.len() as u32;
-                    self.push_dep(e, DepWhy::Reg(RDX_REG));
+                    self.push_dep(e, DepWhy::Reg(r));
                     high_uop = Some(self.push_uop(id, ports, high, 1, from));
                 }
             }
@@ -1168,7 +1168,7 @@ impl<'a> Graph<'a> {
             for &w in &sh.writes {
                 if sh.zero_idiom && m.zero_idioms {
                     self.set_producer(w, NONE, ZERO_KEY);
-                } else if let (Some(h), true) = (high_uop, w == RDX_REG) {
+                } else if let (Some(h), true) = (high_uop, Some(w) == sh.high_half) {
                     self.set_producer(w, h, h);
                 } else if let Some(e) = exec_uop {
                     self.set_producer(w, e, e);
