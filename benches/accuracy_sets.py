@@ -45,7 +45,7 @@ NAMES = ["kernels", "btree", "hashtab", "codec", "msort"]
 # dynprog (session 31) was written so matchers could be looked into, and
 # holds out in its place: edit distance, LCS, a knapsack row, printing in a
 # run-time base.
-EXTRA = ["textproc", "numeric", "eventsim", "bytecode", "search", "matchers", "dynprog"]
+EXTRA = ["textproc", "numeric", "eventsim", "bytecode", "search", "matchers", "dynprog", "lzfind"]
 # The one held out now: its row prints only its mean (and the base's), so
 # a change is not tuned on its cells by looking.
 HELD_OUT = "dynprog"

@@ -55,6 +55,11 @@ PROFILE=no record matchers matchers.c 240
 # distance, LCS, a knapsack row and printing in a run-time base; measured
 # only as a whole.
 PROFILE=no record dynprog dynprog.c 1400
+# Held out (session 63): an LZ77 hash-chain match finder over 24 MB, its
+# table, chain and candidate reads missing to DRAM (xz's encoder made small:
+# the check that the estimates hold where code runs in the shadow of
+# misses); measured only as a whole.
+PROFILE=no record lzfind lzfind.c 24
 # The I-cache known answer: the wide sweep and its narrow control as two
 # processes of one profile (appids icache#1 and icache#2), no callgrind.
 if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" icache "* ]]; then

@@ -46,3 +46,4 @@ profile bytecode 10000
 profile search 400
 profile matchers 240
 profile dynprog 1400
+profile lzfind 24
