@@ -1220,6 +1220,30 @@ fn stripped_library_names_its_hidden_functions_by_their_fdes() {
     assert_eq!(named.start, hidden);
 }
 
+/// A C function GCC cloned (lzfind's `match_len.constprop.0`) is found
+/// by the name in its source, as perf users type it.
+#[test]
+fn gcc_clones_are_found_by_their_source_names() {
+    let image = ElfImage::open(data().join("lzfind").to_str().unwrap(), None).unwrap();
+    let f = image.find_function("match_len").unwrap();
+    assert_eq!(f.name, "match_len.constprop.0");
+    assert_eq!(
+        image.find_function("match_len.constprop.0").unwrap().start,
+        f.start
+    );
+    let (ok, out, err) = run(&[
+        "list",
+        "--db",
+        "datasets/analyzer/zen5-5k-a/lzfind.db",
+        "--symfs",
+        "datasets/analyzer",
+        "--func",
+        "match_len",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("function  match_len.constprop.0"), "{out}");
+}
+
 /// C++ functions are found by the name a user types: qualified without
 /// return type, template arguments or parameters, or by their last
 /// components; a name two template instances share lists both.

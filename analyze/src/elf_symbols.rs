@@ -415,7 +415,7 @@ impl ElfSymbols {
     /// `[clone .isra.0]` copies): the caller asks which. Only mangled names
     /// are demangled (a C library's 10 K symbols are compared as they are).
     pub fn functions_named(&self, query: &str) -> Vec<FunctionRange> {
-        use crate::qualified_name::{qualified_instance, qualified_name};
+        use crate::qualified_name::{qualified_instance, qualified_name, without_clone_suffix};
         let end = self.text_end();
         let exact: Vec<usize> = (0..self.funcs.len())
             .filter(|&i| {
@@ -432,6 +432,24 @@ impl ElfSymbols {
         }
         if query.ends_with("@plt") {
             return self.plt_entry(query).into_iter().collect();
+        }
+        // GCC's clones of a C function (`match_len.constprop.0`): the
+        // name as written in the source finds them; a split-off `.cold`
+        // part only when it is all there is.
+        let clones: Vec<usize> = (0..self.funcs.len())
+            .filter(|&i| {
+                let raw = &self.funcs[i].name;
+                !is_mangled(raw) && raw.len() > query.len() && without_clone_suffix(raw) == query
+            })
+            .collect();
+        let hot: Vec<usize> = clones
+            .iter()
+            .copied()
+            .filter(|&i| !self.funcs[i].name.ends_with(".cold"))
+            .collect();
+        let clones = if hot.is_empty() { clones } else { hot };
+        if !clones.is_empty() {
+            return clones.into_iter().map(|i| self.range_of(i, end)).collect();
         }
         let want = qualified_name(query);
         if want.is_empty() {

@@ -123,9 +123,52 @@ fn operator_symbol(s: &str) -> &str {
     &s[..n.max(1).min(s.len())]
 }
 
+/// A C symbol without the suffix GCC gives a function's clones and
+/// split-off parts (`match_len` of `match_len.constprop.0`,
+/// `parse.isra.0`, `main.cold`, `f.part.0.lto_priv.0`); any other name
+/// as it is.
+pub fn without_clone_suffix(symbol: &str) -> &str {
+    const CLONE_WORDS: &[&str] = &[
+        "constprop",
+        "isra",
+        "part",
+        "cold",
+        "lto_priv",
+        "localalias",
+        "clone",
+        "specialized",
+    ];
+    let Some((base, rest)) = symbol.split_once('.') else {
+        return symbol;
+    };
+    let clone = !base.is_empty()
+        && rest.split('.').all(|w| {
+            CLONE_WORDS.contains(&w) || (!w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
+        })
+        && rest.split('.').any(|w| CLONE_WORDS.contains(&w));
+    if clone {
+        base
+    } else {
+        symbol
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gcc_clone_suffixes_come_off_c_symbols() {
+        assert_eq!(without_clone_suffix("match_len.constprop.0"), "match_len");
+        assert_eq!(without_clone_suffix("parse.isra.0"), "parse");
+        assert_eq!(without_clone_suffix("main.cold"), "main");
+        assert_eq!(without_clone_suffix("f.part.0.lto_priv.0"), "f");
+        // Not clone suffixes: kept whole.
+        assert_eq!(without_clone_suffix("match_len"), "match_len");
+        assert_eq!(without_clone_suffix("foo.bar"), "foo.bar");
+        assert_eq!(without_clone_suffix(".L123"), ".L123");
+        assert_eq!(without_clone_suffix("x.0"), "x.0");
+    }
 
     #[test]
     fn templates_parameters_and_return_types_come_off() {
