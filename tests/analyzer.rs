@@ -1402,6 +1402,35 @@ fn whatcg_and_topstalls_on_recorded_profiles() {
     assert_eq!(rows.len(), 5);
     assert!(rows[0]["stall_cycles"].as_f64().unwrap() >= rows[4]["stall_cycles"].as_f64().unwrap());
     assert!(!rows[0]["culprits"].as_array().unwrap().is_empty());
+
+    // One function, named as cpi names it: topstalls --func keeps its
+    // rows only; whatcg --func takes a GCC clone's source name.
+    let (ok, out, err) = recorded(
+        "topstalls",
+        "kernels",
+        &["--func", "matmul", "-n", "0", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let t: Value = serde_json::from_str(&out).unwrap();
+    let rows = t.as_array().unwrap();
+    assert!(!rows.is_empty(), "{t}");
+    assert!(rows.iter().all(|r| r["function"] == "matmul"), "{t}");
+    let (ok, out, err) = run(&[
+        "whatcg",
+        "--db",
+        "datasets/analyzer/zen5-5k-a/lzfind.db",
+        "--symfs",
+        "datasets/analyzer",
+        "--func",
+        "match_len",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("match_len.constprop.0 in"), "{out}");
+    let (ok, _, err) = recorded("topstalls", "kernels", &["--func", "no_such_function"]);
+    assert!(
+        !ok && err.contains("no function 'no_such_function'"),
+        "{err}"
+    );
 }
 
 /// Known answers (datasets/workloads/culprits.c): chains of dependent

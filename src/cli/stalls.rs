@@ -7,6 +7,7 @@ use super::Format;
 use clap::Args;
 use dcpi_analyze::cpi::CpiReport;
 use dcpi_analyze::function_code::FunctionCode;
+use dcpi_analyze::function_lookup::locate;
 use dcpi_analyze::image_cpi::analyze_image;
 use dcpi_analyze::stall_summary::{render_topstalls, render_whatcg, summarize};
 
@@ -29,6 +30,9 @@ pub struct TopstallsArgs {
     /// Rows to show (0 = all).
     #[arg(long, short = 'n', default_value_t = 20)]
     pub limit: usize,
+    /// Only this function (name or address).
+    #[arg(long)]
+    pub func: Option<String>,
     #[command(flatten)]
     pub samples: SampleArgs,
     /// Machine description (default: the profiled CPU's).
@@ -38,25 +42,34 @@ pub struct TopstallsArgs {
     pub format: Format,
 }
 
-/// Every analyzed function of the chosen images, and a scope label.
+/// Every analyzed function of the chosen images (or only the function
+/// `func` names, found as `dcpi cpi --func` finds it: plain, mangled,
+/// demangled or qualified name, a GCC clone's source name, an address),
+/// and a scope label.
 fn gather(
     s: &SampleArgs,
     cpu: Option<&str>,
+    func: Option<&str>,
 ) -> anyhow::Result<(String, Vec<(FunctionCode, CpiReport)>)> {
     let profile = s.open()?;
     let filter = s.filter();
     let machine = machine_for(cpu, &profile)?;
-    let rows = match &s.image {
-        Some(t) => vec![profile.image_named(t, &filter)?],
-        None => profile
+    let located = func
+        .map(|f| locate(&profile, &filter, f, s.image.as_deref()))
+        .transpose()?;
+    let rows = match (&located, &s.image) {
+        (Some(l), _) => vec![l.row.clone()],
+        (None, Some(t)) => vec![profile.image_named(t, &filter)?],
+        (None, None) => profile
             .images_with_samples(&filter)?
             .into_iter()
             .map(|(r, _)| r)
             .collect(),
     };
-    let scope = match &s.image {
-        Some(_) => rows[0].path.clone(),
-        None => format!("{} profiled ELF images", rows.len()),
+    let scope = match (&located, &s.image) {
+        (Some(l), _) => format!("{} in {}", l.function.name, l.row.path),
+        (None, Some(_)) => rows[0].path.clone(),
+        (None, None) => format!("{} profiled ELF images", rows.len()),
     };
     let mut all = Vec::new();
     for row in rows {
@@ -70,28 +83,18 @@ fn gather(
             Err(e) => eprintln!("dcpi: skipping {}: {e}", row.path),
         }
     }
+    if let Some(l) = &located {
+        all.retain(|(c, _)| c.function.start == l.function.start);
+        if all.is_empty() {
+            anyhow::bail!("no samples in {scope}");
+        }
+    }
     Ok((scope, all))
 }
 
 pub fn run_whatcg(a: WhatcgArgs) -> anyhow::Result<i32> {
-    let (mut scope, all) = gather(&a.samples, a.cpu.as_deref())?;
-    let pairs: Vec<(&FunctionCode, &CpiReport)> = all
-        .iter()
-        .filter(|(c, r)| {
-            a.func.as_ref().is_none_or(|f| {
-                &r.function == f
-                    || dcpi_analyze::image::parse_address(f)
-                        .is_some_and(|x| x >= c.function.start && x < c.function.end)
-            })
-        })
-        .map(|(c, r)| (c, r))
-        .collect();
-    if let Some(f) = &a.func {
-        if pairs.is_empty() {
-            anyhow::bail!("no function '{f}' with samples in {scope}");
-        }
-        scope = format!("{f} in {scope}");
-    }
+    let (scope, all) = gather(&a.samples, a.cpu.as_deref(), a.func.as_deref())?;
+    let pairs: Vec<(&FunctionCode, &CpiReport)> = all.iter().map(|(c, r)| (c, r)).collect();
     let (w, _) = summarize(&scope, &pairs);
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&w)?),
@@ -101,7 +104,7 @@ pub fn run_whatcg(a: WhatcgArgs) -> anyhow::Result<i32> {
 }
 
 pub fn run_topstalls(a: TopstallsArgs) -> anyhow::Result<i32> {
-    let (scope, all) = gather(&a.samples, a.cpu.as_deref())?;
+    let (scope, all) = gather(&a.samples, a.cpu.as_deref(), a.func.as_deref())?;
     let pairs: Vec<(&FunctionCode, &CpiReport)> = all.iter().map(|(c, r)| (c, r)).collect();
     let (_, top) = summarize(&scope, &pairs);
     match a.format {
