@@ -120,6 +120,8 @@ pub const FLAGS: Reg = 1000;
 /// 4.0). Only adox names it; [`split_overflow_flag`] makes the block's
 /// other instructions that touch OF name it too.
 pub const FLAGS_OF: Reg = 1001;
+/// No register (iced's `Register::None`).
+pub const NO_REG: Reg = Register::None as Reg;
 
 /// A memory operand's address expression (for store-to-load forwarding).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -211,8 +213,10 @@ pub struct Shape {
     /// the low one where the description has the class `mul_wide_high`:
     /// one-operand 64-bit `mul`/`imul` (rdx) and `mulx` of either size
     /// (its first destination; Zen 5 measured, session 63: the low half 3
-    /// cycles, the high 4, 1.5 a cycle, as `mul %rsi`).
-    pub high_half: Option<Reg>,
+    /// cycles, the high 4, 1.5 a cycle, as `mul %rsi`). [`NO_REG`] for
+    /// any other instruction (a plain register keeps `Shape` at 256 bytes:
+    /// an `Option` made it 264 and the model 3-5 % slower).
+    pub high_half: Reg,
     /// test/and/or/xor on general registers: flags from a logical
     /// operation (see [`crate::machine::Machine::logical_flags_latency`]).
     pub logical_flags: bool,
@@ -597,6 +601,18 @@ fn mnemonic_name(m: Mnemonic) -> &'static str {
     names.get(m as usize).map_or("", String::as_str)
 }
 
+/// adox reads and writes the overflow flag alone: [`FLAGS_OF`] in place
+/// of [`FLAGS`].
+#[cold]
+#[inline(never)]
+fn overflow_only(reads: &mut Regs, writes: &mut Regs) {
+    for r in reads.iter_mut().chain(writes.iter_mut()) {
+        if *r == FLAGS {
+            *r = FLAGS_OF;
+        }
+    }
+}
+
 /// Makes an instruction that reads or writes the overflow flag (all but
 /// adox, which names nothing else) name [`FLAGS_OF`] as well as
 /// [`FLAGS`], so an adox after it waits for it and a `jo` after an adox
@@ -617,14 +633,18 @@ pub fn name_overflow_flag(i: &Instruction, sh: &mut Shape) {
 
 /// [`name_overflow_flag`] over a block that holds an adox (others keep
 /// one flags register: nothing in them waits on OF alone).
-pub fn split_overflow_flag<'a>(
-    block: impl IntoIterator<Item = &'a Instruction>,
-    shapes: &mut [Shape],
-) {
-    if shapes.iter().any(|s| s.writes.contains(&FLAGS_OF)) {
-        for (i, sh) in block.into_iter().zip(shapes) {
-            name_overflow_flag(i, sh);
-        }
+#[inline]
+pub fn split_overflow_flag(block: &[crate::block::Decoded], shapes: &mut [Shape]) {
+    if block.iter().any(|d| d.instr.mnemonic() == Mnemonic::Adox) {
+        name_overflow_flags(block, shapes);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn name_overflow_flags(block: &[crate::block::Decoded], shapes: &mut [Shape]) {
+    for (d, sh) in block.iter().zip(shapes) {
+        name_overflow_flag(&d.instr, sh);
     }
 }
 
@@ -682,16 +702,14 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             _ => {}
         }
     }
+    if i.rflags_read() != 0 {
+        reads.push(FLAGS);
+    }
+    if i.rflags_written() != 0 || i.rflags_cleared() != 0 || i.rflags_set() != 0 {
+        writes.push(FLAGS);
+    }
     if i.mnemonic() == Mnemonic::Adox {
-        reads.push(FLAGS_OF);
-        writes.push(FLAGS_OF);
-    } else {
-        if i.rflags_read() != 0 {
-            reads.push(FLAGS);
-        }
-        if i.rflags_written() != 0 || i.rflags_cleared() != 0 || i.rflags_set() != 0 {
-            writes.push(FLAGS);
-        }
+        overflow_only(&mut reads, &mut writes);
     }
     // Partial writes of 8/16-bit registers merge with the old value.
     for k in 0..i.op_count() {
@@ -832,11 +850,11 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             i.op0_register().size() == 8
         });
     let high_half = if wide_mul64 {
-        Some(Register::RDX as Reg)
+        Register::RDX as Reg
     } else if i.mnemonic() == Mnemonic::Mulx {
-        Some(full(i.op0_register()))
+        full(i.op0_register())
     } else {
-        None
+        NO_REG
     };
     let logical_flags = matches!(
         i.mnemonic(),

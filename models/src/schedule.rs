@@ -214,20 +214,23 @@ fn reg_name(r: Reg, intel: bool) -> String {
     if r == crate::classify::FLAGS_OF {
         return "flags (OF)".into();
     }
-    // iced's Register values are < 256 and dense: name them all once.
+    // iced's Register values are < 256 and dense: name them all once, in
+    // both syntaxes (AT&T's at 256 + r).
     static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     let names = NAMES.get_or_init(|| {
-        let mut v = vec![String::new(); 256];
+        let mut v = vec![String::new(); 512];
         for x in iced_x86::Register::values() {
-            if let Some(slot) = v.get_mut(x as usize) {
-                *slot = format!("{:?}", x).to_lowercase();
+            if (x as usize) < 256 {
+                let name = format!("{:?}", x).to_lowercase();
+                v[256 + x as usize] = format!("%{name}");
+                v[x as usize] = name;
             }
         }
         v
     });
-    match names.get(r as usize) {
-        Some(name) if !name.is_empty() && intel => name.clone(),
-        Some(name) if !name.is_empty() => format!("%{name}"),
+    let at = if intel { 0 } else { 256 };
+    match names.get(at + r as usize).filter(|_| (r as usize) < 256) {
+        Some(name) if !name.is_empty() => name.clone(),
         _ => format!("r{r}"),
     }
 }
@@ -350,7 +353,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         let mut info = info.borrow_mut();
         block.iter().map(|d| shape(&d.instr, &mut info)).collect()
     });
-    crate::classify::split_overflow_flag(block.iter().map(|d| &d.instr), &mut shapes);
+    crate::classify::split_overflow_flag(block, &mut shapes);
     if machine.full_width_512 {
         for s in &mut shapes {
             match s.narrow_512 {
@@ -506,7 +509,8 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                             + match pd.exec {
                                 Some(x)
                                     if x as usize != p
-                                        && shapes[pd.stat as usize].high_half.is_some() =>
+                                        && shapes[pd.stat as usize].high_half
+                                            != crate::classify::NO_REG =>
                                 {
                                     g.uops[x as usize].latency + g.uops[p].latency
                                 }
@@ -623,7 +627,8 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 machine.sse_avx_transition
             ));
         }
-        if let (Some(r), true) = (sh.high_half, machine.has_class("mul_wide_high")) {
+        if sh.high_half != crate::classify::NO_REG && machine.has_class("mul_wide_high") {
+            let r = sh.high_half;
             let high = machine.class("mul_wide_high");
             notes.push(format!(
                 "high half ({}) {} cycle(s) later, a second µop on {}",

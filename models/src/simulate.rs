@@ -21,7 +21,7 @@
 //! chain keeps the rate, so it does not matter there).
 
 use crate::chain_cycle::{carried_chains, Carried};
-use crate::classify::{class_id, MemAddr, Reg, Shape, FLAGS};
+use crate::classify::{class_id, MemAddr, Reg, Shape, FLAGS, NO_REG};
 use crate::fetch_clock::{dense_code_cycles, dense_dispatch_width, fetch_clock_cycles, FetchClock};
 use crate::machine::{ClassCost, Machine};
 use crate::scheduler_window::SchedulerWindow;
@@ -1099,19 +1099,22 @@ impl<'a> Graph<'a> {
                 };
                 // A wide multiply whose high half the description times
                 // apart: the low half and the flags first; other forms
-                // (32-bit, mulx) have both halves at the sum.
+                // (32-bit mul) have both halves at the sum.
                 let latency = match self.mul_high {
-                    Some((_, high)) if sh.class == "mul_wide" && sh.high_half.is_none() => {
+                    Some((_, high)) if sh.class == "mul_wide" && sh.high_half == NO_REG => {
                         latency + high
                     }
                     _ => latency,
                 };
                 let e = self.push_uop(id, exec_ports, latency, occupancy, from);
                 exec_uop = Some(e);
-                if let (Some((ports, high)), Some(r)) = (self.mul_high, sh.high_half) {
-                    let from = self.deps.len() as u32;
-                    self.push_dep(e, DepWhy::Reg(r));
-                    high_uop = Some(self.push_uop(id, ports, high, 1, from));
+                match (self.mul_high, sh.high_half) {
+                    (Some((ports, high)), r) if r != NO_REG => {
+                        let from = self.deps.len() as u32;
+                        self.push_dep(e, DepWhy::Reg(r));
+                        high_uop = Some(self.push_uop(id, ports, high, 1, from));
+                    }
+                    _ => {}
                 }
             }
             if let (None, Some(l), true) = (
@@ -1168,7 +1171,7 @@ impl<'a> Graph<'a> {
             for &w in &sh.writes {
                 if sh.zero_idiom && m.zero_idioms {
                     self.set_producer(w, NONE, ZERO_KEY);
-                } else if let (Some(h), true) = (high_uop, Some(w) == sh.high_half) {
+                } else if let (Some(h), true) = (high_uop, w == sh.high_half) {
                     self.set_producer(w, h, h);
                 } else if let Some(e) = exec_uop {
                     self.set_producer(w, e, e);
