@@ -144,6 +144,19 @@ fn exit_status_of_the_command_is_dcpis() {
     let out = collect(&db, &["--", "sh", "-c", "exit 3"]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(scalar(&db, "SELECT exit_status FROM runs"), 3);
+
+    // A command a signal ends: dcpi says which, and so does prof.
+    let db = dir.path().join("killed.db");
+    let out = collect(&db, &["--", "sh", "-c", "kill -SEGV $$"]);
+    assert_eq!(out.status.code(), Some(139));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the command was killed by SIGSEGV"), "{err}");
+    let prof = dcpi().args(["prof", "--db"]).arg(&db).output().unwrap();
+    let text = String::from_utf8_lossy(&prof.stdout);
+    assert!(
+        text.contains("exit status 139 (killed by SIGSEGV)"),
+        "{text}"
+    );
 }
 
 #[test]

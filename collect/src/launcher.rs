@@ -161,8 +161,36 @@ pub fn exit_code(status: i32) -> i32 {
     }
 }
 
+/// How a shell exit code above 128 reads as the signal that ended the
+/// process (`killed by SIGSEGV`), for the common signals; None for an
+/// ordinary exit code (a process may also exit with 139 itself: the
+/// code alone cannot tell, as in a shell).
+pub fn killed_by(code: i64) -> Option<String> {
+    const NAMES: [&str; 16] = [
+        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
+        "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
+    ];
+    let signal = code.checked_sub(128).filter(|s| (1..=64).contains(s))?;
+    Some(match NAMES.get(signal as usize) {
+        Some(name) => format!("killed by {name}"),
+        None => format!("killed by signal {signal}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shell_codes_above_128_name_their_signal() {
+        use super::killed_by;
+        assert_eq!(killed_by(139).as_deref(), Some("killed by SIGSEGV"));
+        assert_eq!(killed_by(134).as_deref(), Some("killed by SIGABRT"));
+        assert_eq!(killed_by(128 + 34).as_deref(), Some("killed by signal 34"));
+        assert_eq!(killed_by(0), None);
+        assert_eq!(killed_by(1), None);
+        assert_eq!(killed_by(128), None);
+        assert_eq!(killed_by(255), None);
+    }
+
     use super::*;
 
     #[test]

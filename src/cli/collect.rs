@@ -150,6 +150,18 @@ pub fn run(a: CollectArgs) -> anyhow::Result<i32> {
             }
         }
     }
+    if let Some(how) = out
+        .exit_code
+        .and_then(|c| dcpi_collect::launcher::killed_by(c.into()))
+    {
+        if !out.interrupted {
+            eprintln!(
+                "dcpi: the command was {how} (exit status {}); its samples up to then are in {}",
+                out.exit_code.unwrap_or(0),
+                a.output.display()
+            );
+        }
+    }
     Ok(out
         .exit_code
         .unwrap_or(if out.interrupted { 130 } else { 0 }))

@@ -58,7 +58,10 @@ fn run_stats(out: &mut String, r: &RunStatistics) {
         run.started_at,
         secs(run.duration_s),
         run.exit_status
-            .map(|s| s.to_string())
+            .map(|s| match dcpi_collect::launcher::killed_by(s) {
+                Some(how) => format!("{s} ({how})"),
+                None => s.to_string(),
+            })
             .unwrap_or_else(|| "-".into()),
         if run.interrupted { ", interrupted" } else { "" }
     );
