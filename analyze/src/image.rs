@@ -59,7 +59,8 @@ impl ElfImage {
         };
         let data = FileBytes::open(path).map_err(|e| {
             err(format!(
-                "{e} (the image must be at the path it was profiled from)"
+                "{e} (the image must be at the path it was profiled from, or a copy under \
+                 --symfs DIR, as DIR/that/path or DIR/its-name)"
             ))
         })?;
         let symbols = ElfSymbols::parse_at(path, data.bytes()).map_err(err)?;
