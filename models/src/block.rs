@@ -59,6 +59,15 @@ pub fn decode(bytes: &[u8], addr: u64, intel: bool) -> Result<Vec<Decoded>, Bloc
     let mut d = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE);
     let mut gas = GasFormatter::new();
     let mut intel_f = IntelFormatter::new();
+    // objdump's look, as the analyzer's disassembly: lower-case hex,
+    // branch targets without leading zeros, RIP-relative operands as
+    // written, no space after commas.
+    for o in [gas.options_mut(), intel_f.options_mut()] {
+        o.set_uppercase_hex(false);
+        o.set_branch_leading_zeros(false);
+        o.set_rip_relative_addresses(true);
+        o.set_space_after_operand_separator(false);
+    }
     let mut out = Vec::new();
     while d.can_decode() {
         let offset = d.position();
