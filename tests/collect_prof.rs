@@ -159,6 +159,31 @@ fn exit_status_of_the_command_is_dcpis() {
     );
 }
 
+/// Code a JIT generated (anonymous executable memory) is named from the
+/// process's /tmp/perf-PID.map, as perf report names it.
+#[test]
+fn jit_code_is_named_from_its_perf_map() {
+    let _g = live();
+    let dir = tempdir();
+    let db = dir.path().join("jit.db");
+    let out = collect(&db, &["--", &workload("jit"), "300000000"]);
+    assert_success(&out);
+    let pid = scalar(&db, "SELECT pid FROM processes WHERE comm = 'jit'");
+    let map = format!("/tmp/perf-{pid}.map");
+    let report = prof_json(&db, &[]);
+    std::fs::remove_file(&map).ok();
+    let procs = procedure_samples(&report);
+    let total: u64 = procs.iter().map(|p| p.2).sum();
+    let jit: u64 = procs
+        .iter()
+        .filter(|p| p.0 == "jit_sum_loop")
+        .map(|p| p.2)
+        .sum();
+    assert!(jit * 2 > total, "{procs:?}");
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains(&map), "{warnings}");
+}
+
 #[test]
 fn fork_exec_storm_gives_every_process_its_appid() {
     let _g = live();

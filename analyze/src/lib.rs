@@ -55,6 +55,7 @@ pub mod function_code;
 pub mod function_lookup;
 pub mod image;
 pub mod image_cpi;
+pub mod jit_map;
 pub mod kernel_symbols;
 pub mod latency;
 pub mod linked_functions;

@@ -243,7 +243,7 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
     let mut total = vec![0u64; ncol];
     let (mut user, mut kernel) = (0u64, 0u64);
     let mut seconds_total: Option<f64> = None;
-    let mut proc_cache: HashMap<(i64, u64), (String, Option<u64>)> = HashMap::new();
+    let mut proc_cache: HashMap<(i64, u64, i64), (String, Option<u64>)> = HashMap::new();
     for c in &counts {
         let Some(&col) = column_of.get(&c.event_id) else {
             continue;
@@ -265,9 +265,15 @@ pub fn build(db_path: &Path, q: &ProfQuery) -> Result<ProfReport> {
         let is_kernel = matches!(img.kind.as_str(), "kernel" | "module");
         total[col] += c.count;
         by_image.entry(c.image_id).or_insert_with(|| vec![0; ncol])[col] += c.count;
+        // An unknown region's addresses are per process (JIT code).
+        let owner = if img.kind == "unknown" {
+            proc_row.pid
+        } else {
+            0
+        };
         let (name, start) = proc_cache
-            .entry((c.image_id, c.offset))
-            .or_insert_with(|| symbolizer.procedure(img, c.offset))
+            .entry((c.image_id, c.offset, owner))
+            .or_insert_with(|| symbolizer.procedure_of_process(img, c.offset, proc_row.pid))
             .clone();
         by_proc
             .entry((c.image_id, name))

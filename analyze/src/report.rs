@@ -236,11 +236,13 @@ pub fn build(db_path: &Path, q: &ReportQuery) -> Result<ProspectReport> {
     let processes: HashMap<i64, ProcessRow> =
         reader.processes()?.into_iter().map(|p| (p.id, p)).collect();
     let mut symbolizer = Symbolizer::with_symfs(q.symfs.clone());
-    let mut names: HashMap<(i64, u64), String> = HashMap::new();
-    let mut name_of = |img: &ImageRow, off: u64| {
+    let mut names: HashMap<(i64, u64, i64), String> = HashMap::new();
+    // pid: an unknown region's addresses are per process (JIT code).
+    let mut name_of = |img: &ImageRow, off: u64, pid: i64| {
+        let owner = if img.kind == "unknown" { pid } else { 0 };
         names
-            .entry((img.id, off))
-            .or_insert_with(|| symbolizer.procedure(img, off).0)
+            .entry((img.id, off, owner))
+            .or_insert_with(|| symbolizer.procedure_of_process(img, off, pid).0)
             .clone()
     };
 
@@ -259,7 +261,7 @@ pub fn build(db_path: &Path, q: &ReportQuery) -> Result<ProspectReport> {
         if p.pid == 0 {
             idle += c.count;
         }
-        let proc_name = name_of(img, c.offset);
+        let proc_name = name_of(img, c.offset, p.pid);
         let e = per.entry(c.process_id).or_default();
         if k {
             system_hits += c.count;
@@ -284,7 +286,8 @@ pub fn build(db_path: &Path, q: &ReportQuery) -> Result<ProspectReport> {
         let Some(img) = images.get(&ch.image_id) else {
             continue;
         };
-        let name = name_of(img, ch.offset);
+        // Kernel charges: kernel images, never per process.
+        let name = name_of(img, ch.offset, 0);
         charged += ch.count;
         *links.entry(ch.link.clone()).or_insert(0) += ch.count;
         let from = per.entry(ch.from_process_id).or_default();

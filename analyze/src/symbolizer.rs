@@ -1,8 +1,11 @@
 //! Names for (image, offset) pairs from the database: ELF images through
 //! [`ElfSymbols`] (refusing an image whose build-id no longer matches),
-//! kernel images through [`KernelSymbols`], unknown regions as `[unknown]`.
+//! kernel images through [`KernelSymbols`], unknown regions (anonymous
+//! executable memory) through their process's JIT map ([`JitMap`]) where
+//! it has one, else as `[unknown]`.
 
 use crate::elf_symbols::{ElfSymbols, SymbolSource};
+use crate::jit_map::JitMap;
 use crate::kernel_symbols::KernelSymbols;
 use dcpi_collect::db::reader::ImageRow;
 use std::collections::HashMap;
@@ -16,6 +19,10 @@ pub struct Symbolizer {
     symfs: Option<std::path::PathBuf>,
     /// Images whose bracketed names have been explained.
     bracketed: std::collections::HashSet<i64>,
+    /// Per pid, its JIT map, if it has one.
+    jit: HashMap<i64, Option<JitMap>>,
+    /// Where JIT maps are (`/tmp`, perf's place; tests set another).
+    jit_dir: Option<std::path::PathBuf>,
 }
 
 impl Symbolizer {
@@ -102,6 +109,45 @@ impl Symbolizer {
                 }
             }
             _ => ("[unknown]".to_string(), None),
+        }
+    }
+
+    /// Reads JIT maps from `dir` instead of `/tmp`.
+    pub fn with_jit_dir(mut self, dir: std::path::PathBuf) -> Self {
+        self.jit_dir = Some(dir);
+        self
+    }
+
+    /// [`Self::procedure`] for a sample of process `pid`: in an unknown
+    /// region (offset = the raw address), the name its JIT map gives.
+    pub fn procedure_of_process(
+        &mut self,
+        img: &ImageRow,
+        offset: u64,
+        pid: i64,
+    ) -> (String, Option<u64>) {
+        if img.kind != "unknown" {
+            return self.procedure(img, offset);
+        }
+        let dir = self
+            .jit_dir
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from("/tmp"));
+        let warnings = &mut self.warnings;
+        let map = self.jit.entry(pid).or_insert_with(|| {
+            let map = JitMap::load(&dir, pid).filter(|m| !m.is_empty());
+            if let Some(m) = &map {
+                warnings.push(format!(
+                    "names in [unknown] for pid {pid} from {}/perf-{pid}.map ({} JIT symbols, read now as perf report does: a reused pid gives wrong names)",
+                    dir.display(),
+                    m.len()
+                ));
+            }
+            map
+        });
+        match map.as_ref().and_then(|m| m.lookup(offset)) {
+            Some((name, start)) => (name.to_string(), Some(start)),
+            None => self.procedure(img, offset),
         }
     }
 

@@ -49,7 +49,7 @@ pub fn workloads() -> &'static Path {
             out.join("netpair").to_str().unwrap(),
             "netpair.c",
         ]);
-        for w in ["loop", "call", "btree", "cxxnames"] {
+        for w in ["loop", "call", "btree", "cxxnames", "jit"] {
             cc(&[
                 "-O1",
                 "-g",
