@@ -171,7 +171,17 @@ fn jit_code_is_named_from_its_perf_map() {
     let pid = scalar(&db, "SELECT pid FROM processes WHERE comm = 'jit'");
     let map = format!("/tmp/perf-{pid}.map");
     let report = prof_json(&db, &[]);
+    let cpi = dcpi()
+        .args(["cpi", "--func", "jit_sum_loop", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     std::fs::remove_file(&map).ok();
+    let err = String::from_utf8_lossy(&cpi.stderr);
+    assert!(
+        !cpi.status.success() && err.contains("is JIT code"),
+        "{err}"
+    );
     let procs = procedure_samples(&report);
     let total: u64 = procs.iter().map(|p| p.2).sum();
     let jit: u64 = procs

@@ -5,8 +5,10 @@
 use crate::elf_symbols::FunctionRange;
 use crate::error::{AnalyzeError, Result};
 use crate::image::{closest, parse_address, ElfImage};
+use crate::jit_map::JitMap;
 use crate::samples::{ImageSamples, Profile, SampleFilter};
 use dcpi_collect::db::reader::ImageRow;
+use std::path::Path;
 
 pub struct Located {
     pub row: ImageRow,
@@ -128,6 +130,12 @@ pub fn locate(
                 .any(|i| i.kind == "kernel" || i.kind == "module")
                 .then(crate::kernel_symbols::KernelSymbols::read);
             let in_kernel = kernel.as_ref().and_then(|k| k.image_of(func));
+            let jit_pid = || {
+                let tmp = Path::new("/tmp");
+                profile.pids().into_iter().find(|&pid| {
+                    JitMap::load(tmp, pid).is_some_and(|m| m.names().any(|n| n == func))
+                })
+            };
             let mut msg = if parse_address(func).is_some() {
                 format!("no profiled image has a function at {func}; name the image with --image")
             } else if let Some(k) = in_kernel {
@@ -135,6 +143,12 @@ pub fn locate(
                     "'{func}' is a kernel function ({k}): dcpi list and cpi analyze user-space \
                      ELF images only (the kernel's code is not read: no vmlinux or /proc/kcore); \
                      its samples are in `dcpi prof` and `dcpi report`"
+                )
+            } else if let Some(pid) = jit_pid() {
+                format!(
+                    "'{func}' is JIT code (named by /tmp/perf-{pid}.map): its instructions are in \
+                     no file, so dcpi cannot disassemble or analyze it (perf annotate cannot \
+                     either); its samples are in `dcpi prof`"
                 )
             } else {
                 format!(

@@ -52,6 +52,11 @@ impl JitMap {
         (addr < *end).then_some((name.as_str(), *start))
     }
 
+    /// The names in the map.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.2.as_str())
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

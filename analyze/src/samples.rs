@@ -223,6 +223,14 @@ impl Profile {
 
     /// How many processes (kept by the filter) have samples in `image`: the
     /// executions a profile of repeated runs of one command adds up.
+    /// The pids of the profile's processes.
+    pub fn pids(&self) -> Vec<i64> {
+        let mut v: Vec<i64> = self.processes.values().map(|p| p.pid).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     pub fn processes_with_samples(&self, image: &ImageRow, filter: &SampleFilter) -> Result<usize> {
         let mut seen = std::collections::HashSet::new();
         for c in self.reader.counts(filter.epochs.as_deref())? {
