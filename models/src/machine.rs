@@ -29,7 +29,25 @@ pub struct ClassCost {
     /// the next): Golden Cove's `vzeroupper`, measured one a cycle.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub starts_group: bool,
+    /// The ALUs' issue capacity its execution µop takes, in slots (a slot:
+    /// one ALU for a cycle; 1 where it takes its own ALU alone). Zen 5,
+    /// measured (session 63): a 3-cycle integer op (imul, pdep) beside
+    /// independent one-cycle ops costs about 1.5 of the six ALUs' slots,
+    /// a three-component lea 3.
+    #[serde(default = "one_slot", skip_serializing_if = "is_one_slot")]
+    pub issue_slots: f64,
     pub source: String,
+}
+
+fn is_one_slot(x: &f64) -> bool {
+    *x == 1.0
+}
+
+impl ClassCost {
+    /// [`ClassCost::issue_slots`] in eighths of a slot.
+    pub fn issue_eighths(&self) -> u16 {
+        (self.issue_slots * 8.0).round().clamp(1.0, 255.0) as u16
+    }
 }
 
 fn one() -> u32 {
@@ -818,6 +836,13 @@ impl Machine {
         self.fresh_alu_forward_slot
             || self.dependent_alu_eighths() != 8
             || self.alu_wakeups_per_cycle > 0
+            || self.multi_slot_classes()
+    }
+
+    /// Whether a class's µop takes more (or less) than one slot of the
+    /// ALUs' issue capacity ([`ClassCost::issue_slots`]).
+    pub fn multi_slot_classes(&self) -> bool {
+        self.classes.values().any(|c| c.issue_slots != 1.0)
     }
 
     /// The ports of the `alu` class, as a bit mask over [`Machine::ports`].

@@ -238,6 +238,9 @@ struct StaticCost<'a> {
     /// A legacy SSE instruction that pays an SSE/AVX transition
     /// ([`crate::classify::sse_transitions`]).
     transition: bool,
+    /// The ALUs' issue capacity its execution µop takes, in eighths of a
+    /// slot ([`ClassCost::issue_slots`]).
+    issue_units: u16,
 }
 
 /// A store the next loads may read: address, value keys of its address
@@ -455,6 +458,7 @@ impl<'a> Graph<'a> {
                 let (cost, _) = class_of(class);
                 let (load_cost, load_ports) = class_of(if sh.vector_mem { VEC_LOAD } else { LOAD });
                 StaticCost {
+                    issue_units: cost.issue_eighths(),
                     class: cost,
                     load_class: load_cost,
                     latency: cost.latency,
@@ -2187,6 +2191,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
     let wakeups_cap = m.alu_wakeups_per_cycle;
     let alu_mask = if ALU { m.alu_port_mask() } else { 0 };
     let alu_units = 8 * alu_mask.count_ones() as u16;
+    let multi_slot = ALU && m.multi_slot_classes();
     let mut issuer = Issuer {
         calendar: CALENDAR.with(|c| std::mem::take(&mut *c.borrow_mut())),
         binder: BINDER.with(|c| std::mem::take(&mut *c.borrow_mut())),
@@ -2330,19 +2335,28 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                     ]
                     .into_iter()
                     .fold(0.0, f64::max);
-                    if dependent_units != 8 {
+                    if dependent_units != 8 || multi_slot {
                         // The ALUs' capacity bounds it too, every µop fed
                         // by a one-cycle ALU µop taken at its dependent
                         // cost (not a bound: the early stop's check, met
-                        // only where it holds).
+                        // only where it holds), a multi-cycle op at its
+                        // own.
                         let units: u64 = (u0 as usize..u1 as usize)
                             .filter(|&u| {
                                 let mask = masks[g.uops[u].ports as usize];
                                 g.uops[u].occupancy > 0 && mask != 0 && mask & !alu_mask == 0
                             })
-                            .map(|u| match g.alu_inputs(u).next() {
-                                Some(_) => dependent_units as u64,
-                                None => 8,
+                            .map(|u| {
+                                let d = &g.dyns[g.uops[u].insn as usize];
+                                let base = if d.exec == Some(u as u32) {
+                                    g.costs[d.stat as usize].issue_units as u64
+                                } else {
+                                    8
+                                };
+                                match g.alu_inputs(u).next() {
+                                    Some(_) => base + dependent_units as u64 - 8,
+                                    None => base,
+                                }
                             })
                             .sum();
                         steady.bound = steady.bound.max(units as f64 / alu_units as f64);
@@ -2434,6 +2448,8 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             last_slot: slot + d_slots.max(1) - 1,
             blocked_until,
             bind,
+            exec: g.dyns[i].exec.unwrap_or(NONE),
+            exec_units: g.costs[g.dyns[i].stat as usize].issue_units,
         };
         let uops = g.dyns[i].uops;
         let Issued {
@@ -2578,6 +2594,10 @@ struct IssueStart {
     last_slot: u32,
     blocked_until: u64,
     bind: bool,
+    /// Its execution µop ([`NONE`]: none) and the ALUs' issue capacity
+    /// that µop takes, in eighths of a slot.
+    exec: u32,
+    exec_units: u16,
 }
 
 /// An instruction's issue: the cycle all its results are ready (at least
@@ -2608,6 +2628,8 @@ fn issue<const BIND: bool, const ALU: bool>(
         last_slot,
         mut blocked_until,
         bind,
+        exec,
+        exec_units,
     } = at;
     let Issuer {
         calendar,
@@ -2658,9 +2680,12 @@ fn issue<const BIND: bool, const ALU: bool>(
         } else {
             None
         };
+        // A multi-cycle op takes more of the ALUs' capacity than its own
+        // slot ([`ClassCost::issue_slots`]), a dependent one its extra too.
+        let base = if exec == u as u32 { exec_units } else { 8 };
         let units = match alu_arrival {
-            Some(a) if dependent_units != 8 && a > dc + 1 => dependent_units,
-            _ => 8,
+            Some(a) if dependent_units != 8 && a > dc + 1 => base + dependent_units - 8,
+            _ => base,
         };
         let woken_at = alu_arrival.filter(|_| wakeups_cap > 0);
         let mut stretched = 0u64;
@@ -2741,7 +2766,7 @@ fn issue<const BIND: bool, const ALU: bool>(
                 if free != 0 && calendar.capacity_taken(at) < alu_units {
                     let port = least_used(free, port_load);
                     calendar.take(port, at, 1);
-                    calendar.spill_units(16 - units, at, alu_units);
+                    calendar.spill_units(16u16.saturating_sub(units).max(1), at, alu_units);
                     port_load[port] += 1;
                     break;
                 }
