@@ -496,6 +496,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("fp_div_single", "fp_div"),
     ("fp_sqrt_single", "fp_sqrt"),
     ("vec_sad", "vec_p5_long"),
+    ("bit_scan", "bitcount"),
+    ("bit_deposit", "bitcount"),
 ];
 
 /// Bundled descriptions: (name, TOML text).

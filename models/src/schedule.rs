@@ -1886,6 +1886,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn zen5_runs_tzcnt_bt_bzhi_and_pdep_on_its_shift_pipes() {
+        // Measured on a Zen 5 host (session 63, models/examples/measure.rs):
+        // three of each a cycle, and three beside three `shlx` 2.00 cycles
+        // a copy; pdep's latency 3.
+        let shlx = "c4 e2 e9 f7 fe c4 e2 e9 f7 fe c4 e2 e9 f7 fe";
+        for one in [
+            "f3 48 0f bc fe", // tzcnt %rsi,%rdi
+            "48 0f a3 f2",    // bt %rsi,%rdx
+            "c4 e2 c8 f5 fa", // bzhi %rsi,%rdx,%rdi
+        ] {
+            let three = format!("{one} {one} {one}");
+            assert_eq!(cpi(&three, "zen5"), 1.0, "{one}");
+            assert_eq!(cpi(&format!("{three} {shlx}"), "zen5"), 2.0, "{one}");
+        }
+        assert_eq!(cpi("c4 e2 c3 f5 fa", "zen5"), 3.0); // pdep %rdx,%rdi,%rdi chain
+                                                        // popcnt and lzcnt stay on all six ALUs: two a third of a cycle.
+        assert!((cpi("f3 48 0f b8 fe f3 48 0f b8 fe", "zen5") - 1.0 / 3.0).abs() < 0.01);
+    }
+
     /// A loop of `k` never-taken fused `cmp %eax,%eax; jne`, then `body`,
     /// and a closing `dec %rcx; jnz` back to its start.
     fn branch_loop(k: usize, body: &[u8]) -> String {
