@@ -498,6 +498,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_sad", "vec_p5_long"),
     ("bit_scan", "bitcount"),
     ("bit_deposit", "bitcount"),
+    ("bmi_bit", "bmi_logic"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
