@@ -987,6 +987,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 | Mnemonic::Btr
                 | Mnemonic::Btc
                 | Mnemonic::Bzhi
+                | Mnemonic::Bextr
                 | Mnemonic::Andn
                 | Mnemonic::Blsi
                 | Mnemonic::Blsr
