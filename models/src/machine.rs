@@ -499,6 +499,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("bit_scan", "bitcount"),
     ("bit_deposit", "bitcount"),
     ("bmi_bit", "bmi_logic"),
+    ("fence_store", "fence"),
+    ("fence_full", "fence"),
 ];
 
 /// Bundled descriptions: (name, TOML text).

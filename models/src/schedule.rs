@@ -1906,6 +1906,21 @@ mod tests {
         assert!((cpi("f3 48 0f b8 fe f3 48 0f b8 fe", "zen5") - 1.0 / 3.0).abs() < 0.01);
     }
 
+    #[test]
+    fn zen5_serializes_locked_ops_and_fences() {
+        // Measured on a Zen 5 host (session 63, models/examples/measure.rs):
+        // `lock addq $1,(%rbx)` 20.0 cycles a copy, two to different lines
+        // 40.1, `lock xadd` 20.0; `lfence` 11.0, `mfence` 76-78. lfence's
+        // 88 dispatch slots, more than the dense-code width, once hung the
+        // model: it must come back.
+        assert_eq!(cpi("f0 48 83 03 01", "zen5"), 20.0);
+        assert_eq!(cpi("f0 48 83 03 01 f0 48 83 43 08 01", "zen5"), 40.0);
+        assert_eq!(cpi("f0 48 0f c1 03", "zen5"), 20.0);
+        assert_eq!(cpi("0f ae e8", "zen5"), 11.0);
+        let mfence = cpi("0f ae f0", "zen5");
+        assert!((76.0..=79.0).contains(&mfence), "{mfence}");
+    }
+
     /// A loop of `k` never-taken fused `cmp %eax,%eax; jne`, then `body`,
     /// and a closing `dec %rcx; jnz` back to its start.
     fn branch_loop(k: usize, body: &[u8]) -> String {

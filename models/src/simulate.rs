@@ -2401,6 +2401,10 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             } else if dense_width > 0
                 && dispatch.slots + d_slots > dense_width
                 && dispatch.bytes + d_bytes < dense_bytes
+                // An instruction of more slots than the dense width
+                // starts a cycle anyway (waiting for room it can never
+                // have hung the model: Zen 5's lfence, 88 slots).
+                && dispatch.slots > 0
             {
                 DispatchStall::DenseCode
             } else {
