@@ -111,6 +111,7 @@ pub const CLASSES: &[&str] = &[
     "bmi_bit",
     "fence_store",
     "fence_full",
+    "vec_hadd",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -467,6 +468,12 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     // one pipe on Golden Cove where `vec_alu` has three (measured).
     if starts(m, &["movmsk", "pmovmsk"]) {
         return int("vec_movmsk");
+    }
+    // Integer horizontal adds and subtracts: 4 cycles, one every two on
+    // Zen 5 (measured, session 63); `vec_alu` where a description has
+    // no class for them.
+    if starts(m, &["phadd", "phsub"]) {
+        return int("vec_hadd");
     }
     if starts(m, &["ptest", "testp"]) {
         return int("vec_test");
@@ -1421,6 +1428,7 @@ mod tests {
         assert_eq!(one(&[0xf2, 0x0f, 0xc2, 0xc1, 0x01]).class, "fp_minmax"); // cmpltsd
         assert_eq!(one(&[0x66, 0x0f, 0x3a, 0x0b, 0xc0, 0x01]).class, "fp_round"); // roundsd
         assert_eq!(one(&[0x66, 0x0f, 0x7c, 0xc1]).class, "fp_hadd"); // haddpd
+        assert_eq!(one(&[0x66, 0x0f, 0x38, 0x02, 0xc1]).class, "vec_hadd"); // phaddd %xmm1,%xmm0
         assert_eq!(one(&[0x66, 0x0f, 0x38, 0xdc, 0xc8]).class, "vec_aes"); // aesenc %xmm0,%xmm1
                                                                            // vaesenc %zmm0,%zmm1,%zmm2: the same unit at every width.
         assert_eq!(one(&[0x62, 0xf2, 0x75, 0x48, 0xdc, 0xd0]).class, "vec_aes");

@@ -501,6 +501,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("bmi_bit", "bmi_logic"),
     ("fence_store", "fence"),
     ("fence_full", "fence"),
+    ("vec_hadd", "vec_alu"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
