@@ -112,6 +112,8 @@ pub const CLASSES: &[&str] = &[
     "fence_store",
     "fence_full",
     "vec_hadd",
+    "vec_abs",
+    "fp_dot",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -354,6 +356,11 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     if starts(m, &["rsqrt", "rcp"]) {
         return Some("fp_rcp");
     }
+    // Dot products: several µops (Zen 5: vdpps 13 cycles, one every 4,
+    // measured, session 63); `fp_mul` where a description has no class.
+    if starts(m, &["dpps", "dppd"]) {
+        return Some("fp_dot");
+    }
     if starts(m, &["sqrt"]) {
         return Some(if single { "fp_sqrt_single" } else { "fp_sqrt" });
     }
@@ -492,11 +499,16 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     // and saturating sums: two a cycle on Golden Cove (port 0 or 1; four
     // independent `vpcmpeqb`/`vpminub`/`vpavgb`/`vpabsb`/`vpaddusb` ymm or
     // xmm 2.00 cycles a copy, `vpaddb`/`vpor` 1.33), measured.
+    // Absolute values and signs: two a cycle on Zen 5 where compares take
+    // four (measured, session 63): a class of its own there.
+    if starts(m, &["pabs", "psign"]) {
+        return int("vec_abs");
+    }
     if starts(
         m,
         &[
-            "pcmpeq", "pcmpgtb", "pcmpgtw", "pcmpgtd", "pmin", "pmax", "pavg", "pabs", "psign",
-            "padds", "paddus", "psubs", "psubus",
+            "pcmpeq", "pcmpgtb", "pcmpgtw", "pcmpgtd", "pmin", "pmax", "pavg", "padds", "paddus",
+            "psubs", "psubus",
         ],
     ) {
         return int("vec_compare");
@@ -1442,6 +1454,8 @@ mod tests {
         // vpdpbusd %ymm1,%ymm2,%ymm3
         assert_eq!(one(&[0xc4, 0xe2, 0x6d, 0x50, 0xd9]).class, "vec_dot");
         assert_eq!(one(&[0x0f, 0x52, 0xc0]).class, "fp_rcp"); // rsqrtps
+        assert_eq!(one(&[0xc4, 0xe3, 0x7d, 0x40, 0xc1, 0x01]).class, "fp_dot"); // vdpps $1,%ymm1,%ymm0,%ymm0
+        assert_eq!(one(&[0xc4, 0xe2, 0x7d, 0x1c, 0xc1]).class, "vec_abs"); // vpabsb %ymm1,%ymm0
         assert_eq!(one(&[0xf2, 0x0f, 0x51, 0xc0]).class, "fp_sqrt"); // sqrtsd
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2c, 0xc0]).class, "cvt_to_gpr"); // cvttsd2si
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2a, 0xc0]).class, "cvt_from_gpr"); // cvtsi2sd

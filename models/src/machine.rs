@@ -502,6 +502,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("fence_store", "fence"),
     ("fence_full", "fence"),
     ("vec_hadd", "vec_alu"),
+    ("vec_abs", "vec_compare"),
+    ("fp_dot", "fp_mul"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
