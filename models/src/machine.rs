@@ -504,6 +504,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_hadd", "vec_alu"),
     ("vec_abs", "vec_compare"),
     ("fp_dot", "fp_mul"),
+    ("vec_to_gpr", "gpr_vec"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
