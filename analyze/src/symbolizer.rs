@@ -19,10 +19,8 @@ pub struct Symbolizer {
     symfs: Option<std::path::PathBuf>,
     /// Images whose bracketed names have been explained.
     bracketed: std::collections::HashSet<i64>,
-    /// Per pid, its JIT map, if it has one.
+    /// Per pid, its JIT map (in `/tmp`, perf's place), if it has one.
     jit: HashMap<i64, Option<JitMap>>,
-    /// Where JIT maps are (`/tmp`, perf's place; tests set another).
-    jit_dir: Option<std::path::PathBuf>,
 }
 
 impl Symbolizer {
@@ -112,12 +110,6 @@ impl Symbolizer {
         }
     }
 
-    /// Reads JIT maps from `dir` instead of `/tmp`.
-    pub fn with_jit_dir(mut self, dir: std::path::PathBuf) -> Self {
-        self.jit_dir = Some(dir);
-        self
-    }
-
     /// [`Self::procedure`] for a sample of process `pid`: in an unknown
     /// region (offset = the raw address), the name its JIT map gives.
     pub fn procedure_of_process(
@@ -129,10 +121,7 @@ impl Symbolizer {
         if img.kind != "unknown" {
             return self.procedure(img, offset);
         }
-        let dir = self
-            .jit_dir
-            .clone()
-            .unwrap_or_else(|| std::path::PathBuf::from("/tmp"));
+        let dir = std::path::PathBuf::from("/tmp");
         let warnings = &mut self.warnings;
         let map = self.jit.entry(pid).or_insert_with(|| {
             let map = JitMap::load(&dir, pid).filter(|m| !m.is_empty());
