@@ -1231,15 +1231,7 @@ fn gcc_clones_are_found_by_their_source_names() {
         image.find_function("match_len.constprop.0").unwrap().start,
         f.start
     );
-    let (ok, out, err) = run(&[
-        "list",
-        "--db",
-        "datasets/analyzer/zen5-5k-a/lzfind.db",
-        "--symfs",
-        "datasets/analyzer",
-        "--func",
-        "match_len",
-    ]);
+    let (ok, out, err) = recorded("list", "zen5-5k-a/lzfind", &["--func", "match_len"]);
     assert!(ok, "{err}");
     assert!(out.contains("function  match_len.constprop.0"), "{out}");
 }
@@ -1415,15 +1407,7 @@ fn whatcg_and_topstalls_on_recorded_profiles() {
     let rows = t.as_array().unwrap();
     assert!(!rows.is_empty(), "{t}");
     assert!(rows.iter().all(|r| r["function"] == "matmul"), "{t}");
-    let (ok, out, err) = run(&[
-        "whatcg",
-        "--db",
-        "datasets/analyzer/zen5-5k-a/lzfind.db",
-        "--symfs",
-        "datasets/analyzer",
-        "--func",
-        "match_len",
-    ]);
+    let (ok, out, err) = recorded("whatcg", "zen5-5k-a/lzfind", &["--func", "match_len"]);
     assert!(ok, "{err}");
     assert!(out.contains("match_len.constprop.0 in"), "{out}");
     let (ok, _, err) = recorded("topstalls", "kernels", &["--func", "no_such_function"]);
