@@ -82,6 +82,7 @@ pub const CLASSES: &[&str] = &[
     "rotate_carry",
     "rotate_carry_multi",
     "xchg_reg",
+    "xchg_swap",
     "vec_blendv_vex",
     "gpr_to_mask",
     "vzeroupper",
@@ -1033,6 +1034,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 | Mnemonic::Blsmsk => "alu",
                 // A register swap: three µops, one swap a cycle on Golden
                 // Cove (measured); an exchange-and-add the same, 2 cycles.
+                Mnemonic::Xchg if i.op0_register().size() >= 4 => "xchg_swap",
                 Mnemonic::Xchg => "xchg_reg",
                 Mnemonic::Xadd => "xadd_reg",
                 // Rotates through the carry: by one two µops and 2 cycles,
@@ -1617,7 +1619,10 @@ mod tests {
 
     #[test]
     fn register_swaps_and_vex_blends_have_their_own_classes() {
-        assert_eq!(one(&[0x48, 0x93]).class, "xchg_reg"); // xchg %rax,%rbx
+        assert_eq!(one(&[0x48, 0x93]).class, "xchg_swap"); // xchg %rax,%rbx
+        assert_eq!(one(&[0x93]).class, "xchg_swap"); // xchg %eax,%ebx
+        assert_eq!(one(&[0x66, 0x93]).class, "xchg_reg"); // xchg %ax,%bx
+        assert_eq!(one(&[0x86, 0xd8]).class, "xchg_reg"); // xchg %bl,%al
         assert_eq!(one(&[0x66, 0x90]).class, "nop"); // xchg %ax,%ax
         assert_eq!(one(&[0x48, 0x87, 0x03]).class, "locked"); // xchg %rax,(%rbx)
                                                               // vpblendvb %xmm2,%xmm1,%xmm0,%xmm0 vs pblendvb %xmm0,%xmm1

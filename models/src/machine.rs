@@ -115,6 +115,10 @@ pub struct Machine {
     /// at rename too (see [`crate::classify::Shape::zero_extend_byte`]).
     #[serde(default)]
     pub zero_extension_elimination: bool,
+    /// `xchg` of two 32/64-bit registers (class `xchg_swap`) is done at
+    /// rename: the two names swap, no µop executes and nothing waits.
+    #[serde(default)]
+    pub swap_elimination: bool,
     /// A nop rides in the dispatch slot of the instruction before it,
     /// unless that one already carries a fused partner.
     #[serde(default)]
@@ -438,6 +442,10 @@ impl PartialEq for ClassTable {
 
 /// Classes split off a broader one, and that one: a description without
 /// the first costs it as the second (see [`Machine::parse`]).
+/// The class of a register swap a machine may do at rename
+/// ([`Machine::swap_elimination`]).
+pub(crate) const SWAP_CLASS: usize = crate::classify::class_id("xchg_swap");
+
 const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_shift", "vec_alu"),
     ("vec_byte_shuffle", "vec_shuffle"),
@@ -498,6 +506,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_sad", "vec_p5_long"),
     ("bit_scan", "bitcount"),
     ("bit_deposit", "bitcount"),
+    ("xchg_swap", "xchg_reg"),
     ("bmi_bit", "bmi_logic"),
     ("fence_store", "fence"),
     ("fence_full", "fence"),
@@ -531,6 +540,7 @@ impl Machine {
     pub fn eliminates_move(&self, sh: &crate::classify::Shape) -> bool {
         (sh.movable && self.move_elimination)
             || (sh.zero_extend_byte && self.zero_extension_elimination)
+            || (self.swap_elimination && usize::from(sh.class_id) == SWAP_CLASS)
     }
 
     /// Parses and checks a description.

@@ -815,6 +815,16 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds an input from µop `p` to the µop pushed next.
+    /// A register swap done at rename: each of the two names now holds
+    /// what the other did (the same producer, the same value key).
+    #[cold]
+    fn swap_producers(&mut self, sh: &Shape) {
+        let (a, b) = (sh.writes[0], sh.writes[1]);
+        let (pa, ka, pb, kb) = (self.producer(a), self.key(a), self.producer(b), self.key(b));
+        self.set_producer(a, pb, kb);
+        self.set_producer(b, pa, ka);
+    }
+
     fn push_dep(&mut self, p: u32, why: DepWhy) {
         self.deps.push(self.uops.len() as u32 - p);
         self.why.push(why);
@@ -1172,7 +1182,14 @@ impl<'a> Graph<'a> {
                 self.flags_logical = sh.logical_flags;
             }
             // Results: the execution µop, else the load; eliminated moves alias the source.
-            for &w in &sh.writes {
+            let writes: &[Reg] =
+                if eliminated && usize::from(sh.class_id) == crate::machine::SWAP_CLASS {
+                    self.swap_producers(sh);
+                    &[]
+                } else {
+                    &sh.writes
+                };
+            for &w in writes {
                 if sh.zero_idiom && m.zero_idioms {
                     self.set_producer(w, NONE, ZERO_KEY);
                 } else if let (Some(h), true) = (high_uop, w == sh.high_half) {

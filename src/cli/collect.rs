@@ -13,7 +13,12 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct CollectArgs {
     /// Profile database to write (appends a new run/epoch if it exists).
-    #[arg(short = 'o', long = "output", visible_alias = "db", default_value = "dcpi.db")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "db",
+        default_value = "dcpi.db"
+    )]
     pub output: PathBuf,
     /// Events to sample, comma-separated (cycles, instructions, cache-misses:pp, r01c2, cpu-clock, ...).
     #[arg(short = 'e', long = "events", default_value = "cycles")]

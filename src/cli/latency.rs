@@ -29,7 +29,12 @@ pub enum Action {
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
     /// Profile database to write.
-    #[arg(short = 'o', long = "output", visible_alias = "db", default_value = "dcpi.db")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "db",
+        default_value = "dcpi.db"
+    )]
     pub output: PathBuf,
     /// Every process on every CPU.
     #[arg(short = 'a', long = "system-wide", conflicts_with = "pid")]
