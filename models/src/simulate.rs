@@ -825,6 +825,15 @@ impl<'a> Graph<'a> {
         self.set_producer(b, pa, ka);
     }
 
+    /// A false dependency: the µop waits for the old value of the
+    /// register it writes ([`ClassCost::reads_destination`]).
+    #[cold]
+    fn push_destination_dep(&mut self, sh: &Shape) {
+        if let Some(&w) = sh.writes.iter().find(|&&r| r != FLAGS) {
+            self.push_reg_deps(&[w]);
+        }
+    }
+
     fn push_dep(&mut self, p: u32, why: DepWhy) {
         self.deps.push(self.uops.len() as u32 - p);
         self.why.push(why);
@@ -874,7 +883,7 @@ impl<'a> Graph<'a> {
         let nop_fusion = self.nop_fusion;
         for (s, sh) in shapes.iter().enumerate() {
             let c = &self.costs[s];
-            let split_flags = c.class.split_flags;
+            let (split_flags, reads_destination) = (c.class.split_flags, c.class.reads_destination);
             let (latency, occupancy, slots, exec_ports, load_ports, load_latency, eliminated) = (
                 c.latency,
                 c.occupancy,
@@ -1099,6 +1108,9 @@ impl<'a> Graph<'a> {
                     self.push_dep(f, DepWhy::Reg(FLAGS));
                 } else {
                     self.push_reg_deps(&sh.reads);
+                }
+                if reads_destination {
+                    self.push_destination_dep(sh);
                 }
                 if let Some(l) = load_uop {
                     self.push_dep(l, DepWhy::Reg(LOAD_RESULT));
