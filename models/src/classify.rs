@@ -115,6 +115,7 @@ pub const CLASSES: &[&str] = &[
     "vec_hadd",
     "vec_abs",
     "fp_dot",
+    "fp_dot_double",
     "vec_to_gpr",
 ];
 
@@ -360,8 +361,11 @@ fn vector_class(m: &str, zmm: bool, ymm_dest: bool) -> Option<&'static str> {
     }
     // Dot products: several µops (Zen 5: vdpps 13 cycles, one every 4,
     // measured, session 63); `fp_mul` where a description has no class.
-    if starts(m, &["dpps", "dppd"]) {
+    if starts(m, &["dpps"]) {
         return Some("fp_dot");
+    }
+    if starts(m, &["dppd"]) {
+        return Some("fp_dot_double");
     }
     if starts(m, &["sqrt"]) {
         return Some(if single { "fp_sqrt_single" } else { "fp_sqrt" });
@@ -1472,6 +1476,10 @@ mod tests {
         assert_eq!(one(&[0xc5, 0xf9, 0x7e, 0xc0]).class, "vec_to_gpr"); // vmovd %xmm0,%eax
         assert_eq!(one(&[0xc5, 0xf9, 0x6e, 0xc0]).class, "gpr_vec"); // vmovd %eax,%xmm0
         assert_eq!(one(&[0xc4, 0xe3, 0x7d, 0x40, 0xc1, 0x01]).class, "fp_dot"); // vdpps $1,%ymm1,%ymm0,%ymm0
+        assert_eq!(
+            one(&[0x66, 0x0f, 0x3a, 0x41, 0xc1, 0x31]).class,
+            "fp_dot_double"
+        ); // dppd $0x31,%xmm1,%xmm0
         assert_eq!(one(&[0xc4, 0xe2, 0x7d, 0x1c, 0xc1]).class, "vec_abs"); // vpabsb %ymm1,%ymm0
         assert_eq!(one(&[0xf2, 0x0f, 0x51, 0xc0]).class, "fp_sqrt"); // sqrtsd
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2c, 0xc0]).class, "cvt_to_gpr"); // cvttsd2si

@@ -519,6 +519,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_hadd", "vec_alu"),
     ("vec_abs", "vec_compare"),
     ("fp_dot", "fp_mul"),
+    ("fp_dot_double", "fp_dot"),
     ("vec_to_gpr", "gpr_vec"),
 ];
 

@@ -1913,7 +1913,10 @@ mod tests {
         // 3.00 (0.67 and 1.00 if they waited for rbx alone); blsmsk into
         // rcx then blsr into rax 1.00 (each its own chain).
         assert_eq!(cpi("c4 e2 f8 f3 cb c4 e2 f8 f3 cb", "zen5"), 2.0);
-        assert_eq!(cpi("c4 e2 f8 f3 db c4 e2 f8 f3 db c4 e2 f8 f3 db", "zen5"), 3.0);
+        assert_eq!(
+            cpi("c4 e2 f8 f3 db c4 e2 f8 f3 db c4 e2 f8 f3 db", "zen5"),
+            3.0
+        );
         assert_eq!(cpi("c4 e2 f0 f3 d3 c4 e2 f8 f3 cb", "zen5"), 1.0);
     }
 
