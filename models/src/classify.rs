@@ -116,6 +116,24 @@ pub const CLASSES: &[&str] = &[
     "vec_abs",
     "fp_dot",
     "fp_dot_double",
+    "string_op",
+    "rep_store",
+    "rep_string",
+    "x87_arith",
+    "x87_div",
+    "x87_sqrt",
+    "x87_move",
+    "x87_swap",
+    "x87_load",
+    "x87_load80",
+    "x87_store",
+    "x87_store80",
+    "x87_compare",
+    "x87_round",
+    "x87_status",
+    "x87_control",
+    "x87_microcode",
+    "x87_trig",
     "vec_to_gpr",
 ];
 
@@ -131,6 +149,14 @@ pub const FLAGS: Reg = 1000;
 /// 4.0). Only adox names it; [`split_overflow_flag`] makes the block's
 /// other instructions that touch OF name it too.
 pub const FLAGS_OF: Reg = 1001;
+/// The flags iced reports that live in the integer flags register: not
+/// the x87 status word's condition codes (C0-C3), which every x87
+/// arithmetic instruction writes and no branch reads.
+const CPU_FLAGS: u32 = !(iced_x86::RflagsBits::C0
+    | iced_x86::RflagsBits::C1
+    | iced_x86::RflagsBits::C2
+    | iced_x86::RflagsBits::C3);
+
 /// No register (iced's `Register::None`).
 pub const NO_REG: Reg = Register::None as Reg;
 
@@ -678,6 +704,88 @@ fn name_overflow_flags(block: &[crate::block::Decoded], shapes: &mut [Shape]) {
     }
 }
 
+/// The class of an instruction the main tables leave out, or `None`:
+/// string operations (`rep` or not) and the x87 floating point unit.
+/// Rarely hot, so looked up only where the tables found nothing.
+#[cold]
+#[inline(never)]
+fn rare_class(i: &Instruction, m: &str) -> Option<&'static str> {
+    if (0..i.op_count()).any(|k| is_string_operand(i.op_kind(k))) {
+        let rep = i.has_rep_prefix() || i.has_repe_prefix() || i.has_repne_prefix();
+        return Some(match i.mnemonic() {
+            _ if !rep => "string_op",
+            Mnemonic::Stosb | Mnemonic::Stosw | Mnemonic::Stosd | Mnemonic::Stosq => "rep_store",
+            _ => "rep_string",
+        });
+    }
+    match i.mnemonic() {
+        // mov %rbp,%rsp; pop %rbp: Zen 5 loops of `push %rbp; mov
+        // %rsp,%rbp; leave` 2.00 cycles a trip, as modeled (session 64).
+        // sahf four a cycle, lahf one a cycle into the same ah (measured
+        // on Zen 5 too: a merge chain the model sees through rax).
+        Mnemonic::Leave | Mnemonic::Sahf | Mnemonic::Lahf => return Some("alu"),
+        Mnemonic::Wait => return Some("nop"),
+        _ => {}
+    }
+    if !m.starts_with('f')
+        || matches!(
+            i.mnemonic(),
+            Mnemonic::Fxsave
+                | Mnemonic::Fxsave64
+                | Mnemonic::Fxrstor
+                | Mnemonic::Fxrstor64
+                | Mnemonic::Femms
+        )
+    {
+        return None;
+    }
+    let mem = (0..i.op_count()).any(|k| i.op_kind(k) == OpKind::Memory);
+    let wide_mem = mem && i.memory_size().size() == 10;
+    Some(match m {
+        "fxch" => "x87_swap",
+        "fsqrt" => "x87_sqrt",
+        "fdiv" | "fdivp" | "fdivr" | "fdivrp" | "fidiv" | "fidivr" => "x87_div",
+        "fadd" | "faddp" | "fsub" | "fsubp" | "fsubr" | "fsubrp" | "fmul" | "fmulp" | "fiadd"
+        | "fisub" | "fisubr" | "fimul" => "x87_arith",
+        "fcom" | "fcomp" | "fcompp" | "fucom" | "fucomp" | "fucompp" | "fcomi" | "fcomip"
+        | "fucomi" | "fucomip" | "ficom" | "ficomp" | "ftst" | "fxam" => "x87_compare",
+        "fld" | "fild" | "fbld" if wide_mem => "x87_load80",
+        "fld" | "fild" | "fbld" if mem => "x87_load",
+        "fst" | "fstp" | "fist" | "fistp" | "fisttp" | "fbstp" if wide_mem => "x87_store80",
+        "fst" | "fstp" | "fist" | "fistp" | "fisttp" | "fbstp" if mem => "x87_store",
+        "frndint" => "x87_round",
+        "fnstsw" | "fstsw" => "x87_status",
+        "fsin" | "fcos" | "fsincos" | "fptan" | "fpatan" => "x87_trig",
+        "f2xm1" | "fyl2x" | "fyl2xp1" | "fscale" | "fxtract" | "fprem" | "fprem1" => {
+            "x87_microcode"
+        }
+        "fnstcw" | "fstcw" | "fldcw" | "fnclex" | "fclex" | "fninit" | "finit" | "fnstenv"
+        | "fstenv" | "fldenv" | "fnsave" | "fsave" | "frstor" => "x87_control",
+        _ if m.starts_with("fcmov") => "x87_move",
+        "fld" | "fst" | "fstp" | "fld1" | "fldz" | "fldpi" | "fldl2e" | "fldl2t" | "fldlg2"
+        | "fldln2" | "fabs" | "fchs" | "ffree" | "ffreep" | "fnop" | "fdecstp" | "fincstp" => {
+            "x87_move"
+        }
+        _ => return None,
+    })
+}
+
+/// An implicit string-instruction memory operand (`movs`, `stos`, ...).
+fn is_string_operand(k: OpKind) -> bool {
+    matches!(
+        k,
+        OpKind::MemorySegSI
+            | OpKind::MemorySegESI
+            | OpKind::MemorySegRSI
+            | OpKind::MemorySegDI
+            | OpKind::MemorySegEDI
+            | OpKind::MemorySegRDI
+            | OpKind::MemoryESDI
+            | OpKind::MemoryESEDI
+            | OpKind::MemoryESRDI
+    )
+}
+
 /// A move between general and vector registers: `vec_to_gpr` into a
 /// general register (Zen 5: two a cycle, measured, session 63: vmovd,
 /// vmovq, vpextrd, vpextrq 0.50 cycles each), `gpr_vec` the other way
@@ -744,10 +852,10 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             _ => {}
         }
     }
-    if i.rflags_read() != 0 {
+    if i.rflags_read() & CPU_FLAGS != 0 {
         reads.push(FLAGS);
     }
-    if i.rflags_written() != 0 || i.rflags_cleared() != 0 || i.rflags_set() != 0 {
+    if (i.rflags_written() | i.rflags_cleared() | i.rflags_set()) & CPU_FLAGS != 0 {
         writes.push(FLAGS);
     }
     if i.mnemonic() == Mnemonic::Adox {
@@ -1214,7 +1322,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                         narrow_512 = finish(vector_class(bare, false, ymm_dest))
                             .filter(|&n| Some(n) != wide);
                     }
-                    match wide {
+                    match wide.or_else(|| rare_class(i, m)) {
                         Some(c) => c,
                         None => {
                             unknown = true;

@@ -64,6 +64,7 @@ pub mod classify;
 pub mod core_clock;
 pub mod critical_path;
 mod fetch_clock;
+pub mod fpu_stack;
 pub mod harness;
 pub mod host;
 pub mod host_times;

@@ -451,6 +451,13 @@ impl PartialEq for ClassTable {
 /// The class of a register swap a machine may do at rename
 /// ([`Machine::swap_elimination`]).
 pub(crate) const SWAP_CLASS: usize = crate::classify::class_id("xchg_swap");
+/// `fxch`, swapped at rename where [`Machine::swap_elimination`] too.
+pub(crate) const X87_SWAP_CLASS: usize = crate::classify::class_id("x87_swap");
+
+/// Whether a class is a register swap ([`Machine::swap_elimination`]).
+pub(crate) fn is_swap_class(id: u16) -> bool {
+    matches!(usize::from(id), SWAP_CLASS | X87_SWAP_CLASS)
+}
 
 const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_shift", "vec_alu"),
@@ -520,6 +527,24 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_abs", "vec_compare"),
     ("fp_dot", "fp_mul"),
     ("fp_dot_double", "fp_dot"),
+    ("string_op", "alu"),
+    ("rep_store", "alu"),
+    ("rep_string", "alu"),
+    ("x87_arith", "alu"),
+    ("x87_div", "alu"),
+    ("x87_sqrt", "alu"),
+    ("x87_move", "alu"),
+    ("x87_swap", "alu"),
+    ("x87_load", "alu"),
+    ("x87_load80", "alu"),
+    ("x87_store", "alu"),
+    ("x87_store80", "alu"),
+    ("x87_compare", "alu"),
+    ("x87_round", "alu"),
+    ("x87_status", "alu"),
+    ("x87_control", "alu"),
+    ("x87_microcode", "alu"),
+    ("x87_trig", "alu"),
     ("vec_to_gpr", "gpr_vec"),
 ];
 
@@ -547,7 +572,22 @@ impl Machine {
     pub fn eliminates_move(&self, sh: &crate::classify::Shape) -> bool {
         (sh.movable && self.move_elimination)
             || (sh.zero_extend_byte && self.zero_extension_elimination)
-            || (self.swap_elimination && usize::from(sh.class_id) == SWAP_CLASS)
+            || (self.swap_elimination && is_swap_class(sh.class_id))
+    }
+
+    /// The class a rarely hot instruction's class (x87, string
+    /// operations) is costed as where this description has no figures of
+    /// its own for it: the model then says its cost is a guess.
+    pub fn guessed_class(&self, class: &str) -> Option<&'static str> {
+        let rare =
+            class.starts_with("x87_") || matches!(class, "string_op" | "rep_store" | "rep_string");
+        if !rare || self.own_split_classes.contains(&class) {
+            return None;
+        }
+        SPLIT_CLASSES
+            .iter()
+            .find(|(c, _)| *c == class)
+            .map(|(_, like)| *like)
     }
 
     /// Parses and checks a description.

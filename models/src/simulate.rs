@@ -1194,13 +1194,12 @@ impl<'a> Graph<'a> {
                 self.flags_logical = sh.logical_flags;
             }
             // Results: the execution µop, else the load; eliminated moves alias the source.
-            let writes: &[Reg] =
-                if eliminated && usize::from(sh.class_id) == crate::machine::SWAP_CLASS {
-                    self.swap_producers(sh);
-                    &[]
-                } else {
-                    &sh.writes
-                };
+            let writes: &[Reg] = if eliminated && crate::machine::is_swap_class(sh.class_id) {
+                self.swap_producers(sh);
+                &[]
+            } else {
+                &sh.writes
+            };
             for &w in writes {
                 if sh.zero_idiom && m.zero_idioms {
                     self.set_producer(w, NONE, ZERO_KEY);
