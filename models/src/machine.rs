@@ -121,6 +121,11 @@ pub struct Machine {
     /// at rename too (see [`crate::classify::Shape::zero_extend_byte`]).
     #[serde(default)]
     pub zero_extension_elimination: bool,
+    /// The stack engine inserts a sync µop (one cycle, an ALU) before an
+    /// instruction that reads `rsp` itself after a push, pop, call or ret
+    /// (see the simulator's `StackRole`).
+    #[serde(default)]
+    pub stack_sync_uop: bool,
     /// `xchg` of two 32/64-bit registers (class `xchg_swap`) is done at
     /// rename: the two names swap, no µop executes and nothing waits.
     #[serde(default)]

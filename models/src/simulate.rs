@@ -241,6 +241,62 @@ struct StaticCost<'a> {
     /// The ALUs' issue capacity its execution µop takes, in eighths of a
     /// slot ([`ClassCost::issue_slots`]).
     issue_units: u16,
+    /// A stack-engine sync µop comes before it ([`stack_syncs`]).
+    stack_sync: bool,
+}
+
+/// An instruction's part in the stack engine's bookkeeping, on machines
+/// with [`Machine::stack_sync_uop`]: push, pop, call and ret move the
+/// stack pointer in the engine (the register falls behind); an
+/// instruction that reads `rsp` as data then waits for a sync µop that
+/// brings the register up to date (an address through `rsp` does not:
+/// Zen 5, measured, eight `push %rax; mov 8(%rsp),%ecx` 4.25 cycles a
+/// trip, the pushes' stores); one that only writes it starts afresh.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StackRole {
+    None,
+    Engine,
+    Reader,
+    Writer,
+}
+
+const RSP: Reg = iced_x86::Register::RSP as Reg;
+
+/// Per instruction of a block repeated back to back, whether a sync µop
+/// comes before it ([`StackRole`]; every iteration alike: the first one
+/// is taken to be entered as the others are, from the block's end).
+fn stack_syncs(shapes: &[Shape]) -> Vec<bool> {
+    let roles: Vec<StackRole> = shapes.iter().map(stack_role).collect();
+    let mut moved = roles.iter().fold(false, |moved, r| match r {
+        StackRole::Engine => true,
+        StackRole::Reader | StackRole::Writer => false,
+        StackRole::None => moved,
+    });
+    roles
+        .iter()
+        .map(|r| {
+            let sync = *r == StackRole::Reader && moved;
+            moved = match r {
+                StackRole::Engine => true,
+                StackRole::Reader | StackRole::Writer => false,
+                StackRole::None => moved,
+            };
+            sync
+        })
+        .collect()
+}
+
+/// `sh`'s [`StackRole`].
+fn stack_role(sh: &Shape) -> StackRole {
+    if sh.stack_op {
+        StackRole::Engine
+    } else if sh.reads.contains(&RSP) {
+        StackRole::Reader
+    } else if sh.writes.contains(&RSP) {
+        StackRole::Writer
+    } else {
+        StackRole::None
+    }
 }
 
 /// A store the next loads may read: address, value keys of its address
@@ -451,6 +507,11 @@ impl<'a> Graph<'a> {
             Vec::new()
         };
         let transition = |s: usize| transitions.get(s).copied().unwrap_or(false);
+        let syncs = if m.stack_sync_uop {
+            stack_syncs(shapes)
+        } else {
+            Vec::new()
+        };
         let costs = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
@@ -494,6 +555,7 @@ impl<'a> Graph<'a> {
                         && sh.writes.contains(&FLAGS)
                         && flags_read(shapes, s),
                     transition: transition(s),
+                    stack_sync: syncs.get(s).copied().unwrap_or(false),
                 }
             })
             .collect();
@@ -519,6 +581,10 @@ impl<'a> Graph<'a> {
         arrays.clear();
         let mut written = arrays.written;
         written.extend(shapes.iter().flat_map(|s| s.writes.iter().copied()));
+        if m.stack_sync_uop {
+            // A sync µop writes it.
+            written.push(RSP);
+        }
         written.sort_unstable();
         written.dedup();
         let mut producer = arrays.producer;
@@ -815,6 +881,17 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds an input from µop `p` to the µop pushed next.
+    /// The stack engine's sync µop before instruction `insn` (see
+    /// [`StackRole`]): an ALU's, one cycle, after the register's producer.
+    #[cold]
+    #[inline(never)]
+    fn stack_sync(&mut self, insn: u32) {
+        let from = self.deps.len() as u32;
+        self.push_reg_deps(&[RSP]);
+        let u = self.push_uop(insn, self.alu_ports, 1, 1, from);
+        self.set_producer(RSP, u, u);
+    }
+
     /// A register swap done at rename: each of the two names now holds
     /// what the other did (the same producer, the same value key).
     #[cold]
@@ -895,6 +972,9 @@ impl<'a> Graph<'a> {
             );
             let id = self.dyns.len() as u32;
             let first_uop = self.uops.len() as u32;
+            if self.costs[s].stack_sync {
+                self.stack_sync(id);
+            }
             let (mut addr_prod, mut addr_uops) = ([NONE; 4], [NONE; 4]);
             // More address registers than the table holds (never seen): such
             // an access neither forwards nor is forwarded to.
