@@ -241,9 +241,17 @@ struct StaticCost<'a> {
     /// The ALUs' issue capacity its execution µop takes, in eighths of a
     /// slot ([`ClassCost::issue_slots`]).
     issue_units: u16,
-    /// A stack-engine sync µop comes before it ([`stack_syncs`]).
-    stack_sync: bool,
+    /// Its part in the stack engine's bookkeeping: [`STACK_SYNC`] and
+    /// [`STACK_REWRITE`] (0 on most instructions and machines).
+    stack: u8,
 }
+
+/// A stack-engine sync µop comes before it ([`stack_syncs`]).
+const STACK_SYNC: u8 = 1;
+/// It writes rsp other than by adding an immediate to it, where the
+/// machine's renamer then no longer pairs pushes with pops
+/// ([`Machine::stack_rewrite_breaks_renaming`]): a new stack epoch.
+const STACK_REWRITE: u8 = 2;
 
 /// An instruction's part in the stack engine's bookkeeping, on machines
 /// with [`Machine::stack_sync_uop`]: push, pop, call and ret move the
@@ -303,6 +311,8 @@ fn stack_role(sh: &Shape) -> StackRole {
 /// registers and the µops that produced them, store-data µop, the value key
 /// of the data, static index.
 struct StoreRec {
+    /// The stack epoch it was made in ([`Graph::stack_epoch`]).
+    epoch: u32,
     addr: MemAddr,
     prod: [u32; 4],
     addr_uops: [u32; 4],
@@ -349,6 +359,9 @@ pub(crate) struct Graph<'a> {
     /// The instruction that last wrote the flags (in program order, as the
     /// builder goes) is a logical operation ([`Shape::logical_flags`]).
     flags_logical: bool,
+    /// How many times rsp has been rewritten so far (see
+    /// [`StaticCost::stack_rewrite`]): stores remember it.
+    stack_epoch: u32,
     pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
@@ -555,7 +568,19 @@ impl<'a> Graph<'a> {
                         && sh.writes.contains(&FLAGS)
                         && flags_read(shapes, s),
                     transition: transition(s),
-                    stack_sync: syncs.get(s).copied().unwrap_or(false),
+                    stack: if syncs.get(s).copied().unwrap_or(false) {
+                        STACK_SYNC
+                    } else {
+                        0
+                    } | if m.stack_rewrite_breaks_renaming
+                        && !sh.stack_op
+                        && sh.writes.contains(&RSP)
+                        && !(sh.imm_add && sh.reads.contains(&RSP) && !sh.class.starts_with("lea"))
+                    {
+                        STACK_REWRITE
+                    } else {
+                        0
+                    },
                 }
             })
             .collect();
@@ -631,6 +656,7 @@ impl<'a> Graph<'a> {
             next_state,
             have_last_state: false,
             flags_logical: false,
+            stack_epoch: 0,
             written,
             head: arrays.head,
             scratch: arrays.scratch,
@@ -881,15 +907,21 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds an input from µop `p` to the µop pushed next.
-    /// The stack engine's sync µop before instruction `insn` (see
-    /// [`StackRole`]): an ALU's, one cycle, after the register's producer.
+    /// The stack engine's part in instruction `insn` ([`StaticCost::stack`]):
+    /// a sync µop before it (an ALU's, one cycle, after the register's
+    /// producer: see [`StackRole`]), a new stack epoch after it.
     #[cold]
     #[inline(never)]
-    fn stack_sync(&mut self, insn: u32) {
-        let from = self.deps.len() as u32;
-        self.push_reg_deps(&[RSP]);
-        let u = self.push_uop(insn, self.alu_ports, 1, 1, from);
-        self.set_producer(RSP, u, u);
+    fn stack_engine(&mut self, what: u8, insn: u32) {
+        if what & STACK_SYNC != 0 {
+            let from = self.deps.len() as u32;
+            self.push_reg_deps(&[RSP]);
+            let u = self.push_uop(insn, self.alu_ports, 1, 1, from);
+            self.set_producer(RSP, u, u);
+        }
+        if what & STACK_REWRITE != 0 {
+            self.stack_epoch = self.stack_epoch.wrapping_add(1);
+        }
     }
 
     /// A register swap done at rename: each of the two names now holds
@@ -972,8 +1004,8 @@ impl<'a> Graph<'a> {
             );
             let id = self.dyns.len() as u32;
             let first_uop = self.uops.len() as u32;
-            if self.costs[s].stack_sync {
-                self.stack_sync(id);
+            if self.costs[s].stack != 0 {
+                self.stack_engine(self.costs[s].stack, id);
             }
             let (mut addr_prod, mut addr_uops) = ([NONE; 4], [NONE; 4]);
             // More address registers than the table holds (never seen): such
@@ -997,7 +1029,15 @@ impl<'a> Graph<'a> {
                         .iter()
                         .rev()
                         .find(|st| st.addr == addr && st.prod == addr_prod)
-                        .map(|st| (st.data, st.stat, st.data_key, st.addr_uops == addr_uops))
+                        .map(|st| {
+                            // A push and the pop that reads it back with
+                            // rsp rewritten in between (see
+                            // `Machine::stack_rewrite_breaks_renaming`): not
+                            // the same registers to the renamer.
+                            let same = st.addr_uops == addr_uops
+                                && (st.epoch == self.stack_epoch || !sh.stack_op);
+                            (st.data, st.stat, st.data_key, same)
+                        })
                 } else {
                     None
                 };
@@ -1256,6 +1296,7 @@ impl<'a> Graph<'a> {
                     (None, None) => immediate_key(s),
                 };
                 self.stores.push_back(StoreRec {
+                    epoch: self.stack_epoch,
                     addr,
                     addr_uops,
                     // A producer id no µop has: matches no load.
