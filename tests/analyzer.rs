@@ -167,6 +167,29 @@ fn list_and_cpi_snapshots() {
 }
 
 #[test]
+fn views_asked_about_no_function_show_the_hottest_one() {
+    // codec on zen5-5k-a: crc32 holds 53.5 % of the samples.
+    for view in ["cpi", "list"] {
+        let (ok, out, err) = recorded(view, "zen5-5k-a/codec", &[]);
+        assert!(ok, "{view}: {err}");
+        assert!(
+            err.contains("no --func given: the function with most samples, crc32 in codec"),
+            "{view}: {err}"
+        );
+        assert!(out.contains("function  crc32 [0x1370-"), "{view}: {out}");
+    }
+    // Within --image, and as JSON.
+    let (ok, out, err) = recorded(
+        "cpi",
+        "zen5-5k-a/codec",
+        &["--image", "codec", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["function"], "crc32");
+}
+
+#[test]
 fn cpi_json_has_the_documented_fields() {
     let (ok, out, err) = recorded("cpi", "kernels", &["--func", "matmul", "--format", "json"]);
     assert!(ok, "{err}");

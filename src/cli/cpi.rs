@@ -12,8 +12,8 @@ use dcpi_analyze::views::cpi_text;
 
 #[derive(Args, Debug)]
 pub struct CpiArgs {
-    /// Function: plain, mangled or demangled name, qualified name (app::churn), or an address inside it (0x...).
-    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    /// Function: plain, mangled or demangled name, qualified name (app::churn), or an address inside it (0x...); default: the function with most samples.
+    #[arg(long, conflicts_with = "all")]
     pub func: Option<String>,
     /// Every function with samples in the image (--image, default: the image with most samples).
     #[arg(long)]
@@ -42,8 +42,16 @@ pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
     let filter = a.samples.filter();
     let machine = machine_for(a.cpu.as_deref(), &profile)?;
     let syntax = a.samples.syntax();
-    if let Some(func) = &a.func {
-        let (found, samples, code) = a.samples.load_function(&profile, func)?;
+    if !a.all {
+        let (args, func) = match &a.func {
+            Some(f) => (a.samples.clone(), f.clone()),
+            None => {
+                let (args, query, said) = a.samples.hottest_function()?;
+                eprintln!("dcpi cpi: {said}");
+                (args, query)
+            }
+        };
+        let (found, samples, code) = args.load_function(&profile, &func)?;
         let rep = analyze_with_callers(&found.image, &samples, &code, &machine, syntax);
         match a.format {
             Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),

@@ -71,6 +71,43 @@ impl SampleArgs {
         Ok((found, samples, code))
     }
 
+    /// For a view asked about no function: the function with most samples
+    /// (in `--image` if given) among the ELF images the profile names, as
+    /// these arguments narrowed to its image, the query `load_function`
+    /// takes (its start address) and a line saying what was picked.
+    pub fn hottest_function(&self) -> anyhow::Result<(SampleArgs, String, String)> {
+        use dcpi_analyze::prof::{build, ProfQuery};
+        let q = ProfQuery {
+            image: self.image.clone(),
+            filter: self.filter(),
+            symfs: self.symfs.clone(),
+            ..ProfQuery::default()
+        };
+        let report = build(&self.db, &q)?;
+        for p in &report.procedures {
+            let (Some(start), Some(img)) = (
+                p.start,
+                report
+                    .images
+                    .iter()
+                    .find(|i| i.image == p.image && !i.path.starts_with('[')),
+            ) else {
+                continue;
+            };
+            let mut narrowed = self.clone();
+            narrowed.image = Some(img.path.clone());
+            let said = format!(
+                "no --func given: the function with most samples, {} in {} ({:.1} % of the samples)",
+                p.procedure, p.image, p.percent
+            );
+            return Ok((narrowed, format!("{start:#x}"), said));
+        }
+        anyhow::bail!(
+            "no function of an ELF image has samples in {}: name one with --func",
+            self.db.display()
+        )
+    }
+
     pub fn open(&self) -> anyhow::Result<Profile> {
         if !self.db.exists() {
             anyhow::bail!(

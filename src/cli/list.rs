@@ -7,9 +7,9 @@ use dcpi_analyze::views::list_text;
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    /// Function: plain, mangled or demangled name, qualified name (app::churn), or an address inside it (0x...).
+    /// Function: plain, mangled or demangled name, qualified name (app::churn), or an address inside it (0x...); default: the function with most samples.
     #[arg(long)]
-    pub func: String,
+    pub func: Option<String>,
     #[command(flatten)]
     pub samples: SampleArgs,
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -18,7 +18,15 @@ pub struct ListArgs {
 
 pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     let profile = a.samples.open()?;
-    let (_, _, code) = a.samples.load_function(&profile, &a.func)?;
+    let (args, func) = match &a.func {
+        Some(f) => (a.samples.clone(), f.clone()),
+        None => {
+            let (args, query, said) = a.samples.hottest_function()?;
+            eprintln!("dcpi list: {said}");
+            (args, query)
+        }
+    };
+    let (_, _, code) = args.load_function(&profile, &func)?;
     let l = list_text::listing(&code);
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&l)?),
