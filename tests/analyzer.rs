@@ -187,6 +187,24 @@ fn views_asked_about_no_function_show_the_hottest_one() {
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["function"], "crc32");
+    // culprits without --insn: the instruction topstalls ranks first.
+    let (ok, top, err) = recorded(
+        "topstalls",
+        "zen5-5k-a/codec",
+        &["-n", "1", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    let top: Value = serde_json::from_str(&top).unwrap();
+    let addr = top[0]["addr"].as_str().unwrap().to_string();
+    let (ok, out, err) = recorded("culprits", "zen5-5k-a/codec", &[]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!(
+            "no --insn given: the instruction with most stall cycles, {addr}"
+        )),
+        "{err}"
+    );
+    assert!(out.starts_with(&addr), "{out}");
 }
 
 #[test]

@@ -10,9 +10,9 @@ use dcpi_analyze::image_cpi::analyze_with_callers;
 
 #[derive(Args, Debug)]
 pub struct CulpritsArgs {
-    /// The instruction: its ELF virtual address as objdump shows it (0x80484ba).
+    /// The instruction: its ELF virtual address as objdump shows it (0x80484ba); default: the one with most stall cycles (as topstalls ranks them).
     #[arg(long)]
-    pub insn: String,
+    pub insn: Option<String>,
     #[command(flatten)]
     pub samples: SampleArgs,
     /// Machine description (default: the profiled CPU's).
@@ -23,21 +23,43 @@ pub struct CulpritsArgs {
 }
 
 pub fn run(a: CulpritsArgs) -> anyhow::Result<i32> {
-    let text = if a.insn.starts_with("0x") {
-        a.insn.clone()
-    } else {
-        format!("0x{}", a.insn)
+    let (args, insn) = match &a.insn {
+        Some(i) => (a.samples.clone(), i.clone()),
+        None => worst_stall(&a)?,
     };
-    let addr =
-        parse_address(&text).with_context(|| format!("'{}' is not a hex address", a.insn))?;
-    let profile = a.samples.open()?;
+    let text = if insn.starts_with("0x") {
+        insn.clone()
+    } else {
+        format!("0x{insn}")
+    };
+    let addr = parse_address(&text).with_context(|| format!("'{insn}' is not a hex address"))?;
+    let profile = args.open()?;
     let machine = machine_for(a.cpu.as_deref(), &profile)?;
-    let (found, samples, code) = a.samples.load_function(&profile, &text)?;
-    let rep = analyze_with_callers(&found.image, &samples, &code, &machine, a.samples.syntax());
+    let (found, samples, code) = args.load_function(&profile, &text)?;
+    let rep = analyze_with_callers(&found.image, &samples, &code, &machine, args.syntax());
     let c = explain(&code, &rep, addr)?;
     match a.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&c)?),
         Format::Text => print!("{}", render(&c)),
     }
     Ok(0)
+}
+
+/// For `culprits` asked about no instruction: the one with most stall
+/// cycles over the profile (or `--image`), as `topstalls` ranks them, with
+/// the arguments narrowed to its image; says which on stderr.
+fn worst_stall(a: &CulpritsArgs) -> anyhow::Result<(SampleArgs, String)> {
+    let (scope, all) = super::stalls::gather(&a.samples, a.cpu.as_deref(), None)?;
+    let pairs: Vec<_> = all.iter().map(|(c, r)| (c, r)).collect();
+    let (_, top) = dcpi_analyze::stall_summary::summarize(&scope, &pairs);
+    let Some(worst) = top.first() else {
+        anyhow::bail!("no instruction in {scope} has stall cycles: name one with --insn");
+    };
+    eprintln!(
+        "dcpi culprits: no --insn given: the instruction with most stall cycles, {} {} in {} ({})",
+        worst.addr, worst.instruction, worst.function, worst.image
+    );
+    let mut narrowed = a.samples.clone();
+    narrowed.image = Some(worst.image.clone());
+    Ok((narrowed, worst.addr.clone()))
 }

@@ -46,7 +46,7 @@ pub struct TopstallsArgs {
 /// `func` names, found as `dcpi cpi --func` finds it: plain, mangled,
 /// demangled or qualified name, a GCC clone's source name, an address),
 /// and a scope label.
-fn gather(
+pub(super) fn gather(
     s: &SampleArgs,
     cpu: Option<&str>,
     func: Option<&str>,
