@@ -77,6 +77,10 @@ impl SampleArgs {
     /// takes (its start address) and a line saying what was picked.
     pub fn hottest_function(&self) -> anyhow::Result<(SampleArgs, String, String)> {
         use dcpi_analyze::prof::{build, ProfQuery};
+        if let Some(text) = &self.image {
+            // An image no sample names gets the message that lists them.
+            self.open()?.image_named(text, &self.filter())?;
+        }
         let q = ProfQuery {
             image: self.image.clone(),
             filter: self.filter(),
@@ -103,8 +107,11 @@ impl SampleArgs {
             return Ok((narrowed, format!("{start:#x}"), said));
         }
         anyhow::bail!(
-            "no function of an ELF image has samples in {}: name one with --func",
-            self.db.display()
+            "no function of an ELF image has samples in {}{}: name one with --func",
+            self.db.display(),
+            self.image
+                .as_ref()
+                .map_or(String::new(), |i| format!(" (within --image {i})"))
         )
     }
 
