@@ -17,21 +17,37 @@ const X87_LAST: usize = class_id("x87_trig");
 const ST0: Reg = Register::ST0 as Reg;
 
 /// Renames `st(i)` in the shapes of a block with x87 instructions (see the
-/// module's header); other blocks are left as they are.
-pub fn rename_fpu_stack(block: &[Decoded], shapes: &mut [Shape]) {
+/// module's header) and gives the stack's top before each instruction
+/// (for [`relative_name`]); other blocks are left as they are, with no
+/// tops.
+pub fn rename_fpu_stack(block: &[Decoded], shapes: &mut [Shape]) -> Vec<i32> {
     if shapes
         .iter()
         .any(|s| (X87_FIRST..=X87_LAST).contains(&usize::from(s.class_id)))
     {
-        rename(block, shapes);
+        rename(block, shapes)
+    } else {
+        Vec::new()
     }
+}
+
+/// How an instruction whose stack top is `top` names the physical x87
+/// register `r` (`%st(1)`, `st(1)` in Intel syntax); None for other
+/// registers.
+pub fn relative_name(r: Reg, top: i32, intel: bool) -> Option<String> {
+    (ST0..ST0 + 8).contains(&r).then(|| {
+        let i = (i32::from(r - ST0) - top).rem_euclid(8);
+        format!("{}st({i})", if intel { "" } else { "%" })
+    })
 }
 
 #[cold]
 #[inline(never)]
-fn rename(block: &[Decoded], shapes: &mut [Shape]) {
+fn rename(block: &[Decoded], shapes: &mut [Shape]) -> Vec<i32> {
+    let mut tops = Vec::with_capacity(block.len());
     let mut top: i32 = 0;
     for (d, sh) in block.iter().zip(shapes) {
+        tops.push(top);
         let step = d.instr.fpu_stack_increment_info().increment();
         let physical = |r: &mut Reg, top: i32| {
             if (ST0..ST0 + 8).contains(r) {
@@ -56,6 +72,7 @@ fn rename(block: &[Decoded], shapes: &mut [Shape]) {
         }
         top += step;
     }
+    tops
 }
 
 #[cfg(test)]
@@ -86,6 +103,14 @@ mod tests {
         assert!(s[2].reads.contains(&st(6)) && s[2].reads.contains(&st(7)));
         assert!(s[2].writes.contains(&st(7)));
         assert!(s[3].reads.contains(&st(7)), "{:?}", s[3].reads);
+    }
+
+    #[test]
+    fn registers_are_named_as_the_reading_instruction_writes_them() {
+        // After two pushes the top is 6: physical 7 is that reader's st(1).
+        assert_eq!(relative_name(st(7), 6, false).as_deref(), Some("%st(1)"));
+        assert_eq!(relative_name(st(6), 6, true).as_deref(), Some("st(0)"));
+        assert_eq!(relative_name(Register::RAX as Reg, 0, false), None);
     }
 
     #[test]

@@ -354,7 +354,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         block.iter().map(|d| shape(&d.instr, &mut info)).collect()
     });
     crate::classify::split_overflow_flag(block, &mut shapes);
-    crate::fpu_stack::rename_fpu_stack(block, &mut shapes);
+    let fpu_tops = crate::fpu_stack::rename_fpu_stack(block, &mut shapes);
     if machine.full_width_512 {
         for s in &mut shapes {
             match s.narrow_512 {
@@ -564,6 +564,10 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     } => Stall::Dependency {
                         register: if reg == LOAD_RESULT {
                             "load result".into()
+                        } else if let Some(name) = fpu_tops.get(s).and_then(|&top| {
+                            crate::fpu_stack::relative_name(reg, top, block[producer].intel)
+                        }) {
+                            name
                         } else {
                             reg_name(reg, block[producer].intel)
                         },
