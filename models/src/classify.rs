@@ -134,6 +134,10 @@ pub const CLASSES: &[&str] = &[
     "x87_control",
     "x87_microcode",
     "x87_trig",
+    "flags_control",
+    "mxcsr",
+    "read_tsc",
+    "cpuid",
     "vec_to_gpr",
 ];
 
@@ -725,6 +729,17 @@ fn rare_class(i: &Instruction, m: &str) -> Option<&'static str> {
         // on Zen 5 too: a merge chain the model sees through rax).
         Mnemonic::Leave | Mnemonic::Sahf | Mnemonic::Lahf => return Some("alu"),
         Mnemonic::Wait => return Some("nop"),
+        Mnemonic::Cld
+        | Mnemonic::Std
+        | Mnemonic::Pushf
+        | Mnemonic::Pushfq
+        | Mnemonic::Popf
+        | Mnemonic::Popfq => return Some("flags_control"),
+        Mnemonic::Stmxcsr | Mnemonic::Ldmxcsr | Mnemonic::Vstmxcsr | Mnemonic::Vldmxcsr => {
+            return Some("mxcsr")
+        }
+        Mnemonic::Rdtsc | Mnemonic::Rdtscp => return Some("read_tsc"),
+        Mnemonic::Cpuid => return Some("cpuid"),
         _ => {}
     }
     if !m.starts_with('f')

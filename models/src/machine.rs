@@ -556,6 +556,10 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("x87_control", "alu"),
     ("x87_microcode", "alu"),
     ("x87_trig", "alu"),
+    ("flags_control", "alu"),
+    ("mxcsr", "alu"),
+    ("read_tsc", "alu"),
+    ("cpuid", "alu"),
     ("vec_to_gpr", "gpr_vec"),
 ];
 
@@ -590,8 +594,17 @@ impl Machine {
     /// operations) is costed as where this description has no figures of
     /// its own for it: the model then says its cost is a guess.
     pub fn guessed_class(&self, class: &str) -> Option<&'static str> {
-        let rare =
-            class.starts_with("x87_") || matches!(class, "string_op" | "rep_store" | "rep_string");
+        let rare = class.starts_with("x87_")
+            || matches!(
+                class,
+                "string_op"
+                    | "rep_store"
+                    | "rep_string"
+                    | "flags_control"
+                    | "mxcsr"
+                    | "read_tsc"
+                    | "cpuid"
+            );
         if !rare || self.own_split_classes.contains(&class) {
             return None;
         }
