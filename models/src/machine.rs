@@ -128,8 +128,8 @@ pub struct Machine {
     pub stack_sync_uop: bool,
     /// A pop is renamed to the push it reads back (memory renaming) only
     /// if rsp was not rewritten in between other than by adding an
-    /// immediate (`mov %rbp,%rsp`, `lea`, `leave`): then the value comes
-    /// through store forwarding.
+    /// immediate to it (by `mov %rbp,%rsp` or any `lea`, say): then the
+    /// value comes through store forwarding.
     #[serde(default)]
     pub stack_rewrite_breaks_renaming: bool,
     /// `xchg` of two 32/64-bit registers (class `xchg_swap`) is done at

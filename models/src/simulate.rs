@@ -274,21 +274,19 @@ const RSP: Reg = iced_x86::Register::RSP as Reg;
 /// comes before it ([`StackRole`]; every iteration alike: the first one
 /// is taken to be entered as the others are, from the block's end).
 fn stack_syncs(shapes: &[Shape]) -> Vec<bool> {
-    let roles: Vec<StackRole> = shapes.iter().map(stack_role).collect();
-    let mut moved = roles.iter().fold(false, |moved, r| match r {
+    // Whether the engine is ahead of the register after an instruction.
+    let ahead = |moved: bool, r: &StackRole| match r {
         StackRole::Engine => true,
         StackRole::Reader | StackRole::Writer => false,
         StackRole::None => moved,
-    });
+    };
+    let roles: Vec<StackRole> = shapes.iter().map(stack_role).collect();
+    let mut moved = roles.iter().fold(false, ahead);
     roles
         .iter()
         .map(|r| {
             let sync = *r == StackRole::Reader && moved;
-            moved = match r {
-                StackRole::Engine => true,
-                StackRole::Reader | StackRole::Writer => false,
-                StackRole::None => moved,
-            };
+            moved = ahead(moved, r);
             sync
         })
         .collect()
@@ -360,7 +358,7 @@ pub(crate) struct Graph<'a> {
     /// builder goes) is a logical operation ([`Shape::logical_flags`]).
     flags_logical: bool,
     /// How many times rsp has been rewritten so far (see
-    /// [`StaticCost::stack_rewrite`]): stores remember it.
+    /// [`STACK_REWRITE`]): stores remember it.
     stack_epoch: u32,
     pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,

@@ -43,14 +43,7 @@ pub fn run(a: CpiArgs) -> anyhow::Result<i32> {
     let machine = machine_for(a.cpu.as_deref(), &profile)?;
     let syntax = a.samples.syntax();
     if !a.all {
-        let (args, func) = match &a.func {
-            Some(f) => (a.samples.clone(), f.clone()),
-            None => {
-                let (args, query, said) = a.samples.hottest_function()?;
-                eprintln!("dcpi cpi: {said}");
-                (args, query)
-            }
-        };
+        let (args, func) = a.samples.function_or_hottest(a.func.as_deref(), "cpi")?;
         let (found, samples, code) = args.load_function(&profile, &func)?;
         let rep = analyze_with_callers(&found.image, &samples, &code, &machine, syntax);
         match a.format {

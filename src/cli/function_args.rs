@@ -71,6 +71,24 @@ impl SampleArgs {
         Ok((found, samples, code))
     }
 
+    /// The arguments and function query a view works on: `func` as given,
+    /// else the function with most samples ([`Self::hottest_function`]),
+    /// which `view` then names on stderr.
+    pub fn function_or_hottest(
+        &self,
+        func: Option<&str>,
+        view: &str,
+    ) -> anyhow::Result<(SampleArgs, String)> {
+        match func {
+            Some(f) => Ok((self.clone(), f.to_string())),
+            None => {
+                let (args, query, said) = self.hottest_function()?;
+                eprintln!("dcpi {view}: {said}");
+                Ok((args, query))
+            }
+        }
+    }
+
     /// For a view asked about no function: the function with most samples
     /// (in `--image` if given) among the ELF images the profile names, as
     /// these arguments narrowed to its image, the query `load_function`

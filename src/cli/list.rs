@@ -18,14 +18,7 @@ pub struct ListArgs {
 
 pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     let profile = a.samples.open()?;
-    let (args, func) = match &a.func {
-        Some(f) => (a.samples.clone(), f.clone()),
-        None => {
-            let (args, query, said) = a.samples.hottest_function()?;
-            eprintln!("dcpi list: {said}");
-            (args, query)
-        }
-    };
+    let (args, func) = a.samples.function_or_hottest(a.func.as_deref(), "list")?;
     let (_, _, code) = args.load_function(&profile, &func)?;
     let l = list_text::listing(&code);
     match a.format {
