@@ -93,7 +93,7 @@ impl SampleArgs {
     /// (in `--image` if given) among the ELF images the profile names, as
     /// these arguments narrowed to its image, the query `load_function`
     /// takes (its start address) and a line saying what was picked.
-    pub fn hottest_function(&self) -> anyhow::Result<(SampleArgs, String, String)> {
+    fn hottest_function(&self) -> anyhow::Result<(SampleArgs, String, String)> {
         use dcpi_analyze::prof::{build, ProfQuery};
         if let Some(text) = &self.image {
             // An image no sample names gets the message that lists them.
