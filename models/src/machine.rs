@@ -449,6 +449,11 @@ struct ClassEntries {
     memory_mask: u64,
     /// The ports of the `alu` class.
     alu_mask: u64,
+    /// Some class takes other than one slot of the ALUs' issue capacity
+    /// ([`Machine::multi_slot_classes`], kept for
+    /// [`Machine::counts_alu_uops`]: asked on every block modeled, where a
+    /// description without such a class went through all its classes).
+    multi_slot: bool,
 }
 
 impl PartialEq for ClassTable {
@@ -849,6 +854,7 @@ impl Machine {
             let alu_mask = masks[classes[crate::classify::class_index("alu")].2 as usize];
             ClassEntries {
                 alu_mask,
+                multi_slot: self.classes.values().any(|c| c.issue_slots != 1.0),
                 classes,
                 named: CLASSES.iter().map(|c| self.has_class(c)).collect(),
                 sets,
@@ -926,7 +932,7 @@ impl Machine {
         self.fresh_alu_forward_slot
             || self.dependent_alu_eighths() != 8
             || self.alu_wakeups_per_cycle > 0
-            || self.multi_slot_classes()
+            || self.class_table().multi_slot
     }
 
     /// Whether a class's µop takes more (or less) than one slot of the

@@ -246,7 +246,7 @@ struct StaticCost<'a> {
     stack: u8,
 }
 
-/// A stack-engine sync µop comes before it ([`stack_syncs`]).
+/// A stack-engine sync µop comes before it ([`StackSyncs`]).
 const STACK_SYNC: u8 = 1;
 /// It writes rsp other than by adding an immediate to it, where the
 /// machine's renamer then no longer pairs pushes with pops
@@ -270,26 +270,35 @@ enum StackRole {
 
 const RSP: Reg = iced_x86::Register::RSP as Reg;
 
-/// Per instruction of a block repeated back to back, whether a sync µop
-/// comes before it ([`StackRole`]; every iteration alike: the first one
-/// is taken to be entered as the others are, from the block's end).
-fn stack_syncs(shapes: &[Shape]) -> Vec<bool> {
-    // Whether the engine is ahead of the register after an instruction.
-    let ahead = |moved: bool, r: &StackRole| match r {
-        StackRole::Engine => true,
-        StackRole::Reader | StackRole::Writer => false,
-        StackRole::None => moved,
-    };
-    let roles: Vec<StackRole> = shapes.iter().map(stack_role).collect();
-    let mut moved = roles.iter().fold(false, ahead);
-    roles
-        .iter()
-        .map(|r| {
-            let sync = *r == StackRole::Reader && moved;
-            moved = ahead(moved, r);
-            sync
-        })
-        .collect()
+/// Walks a block repeated back to back, saying for each instruction
+/// whether a sync µop comes before it ([`StackRole`]; every iteration
+/// alike: the first one is taken to be entered as the others are, from
+/// the block's end). No allocation: the model builds one per block.
+struct StackSyncs {
+    /// The engine is ahead of the register.
+    moved: bool,
+}
+
+impl StackSyncs {
+    fn new(shapes: &[Shape]) -> Self {
+        let mut s = StackSyncs { moved: false };
+        for sh in shapes {
+            s.next(sh);
+        }
+        s
+    }
+
+    /// Whether `sh`, the next instruction, waits for a sync µop.
+    fn next(&mut self, sh: &Shape) -> bool {
+        let role = stack_role(sh);
+        let sync = role == StackRole::Reader && self.moved;
+        self.moved = match role {
+            StackRole::Engine => true,
+            StackRole::Reader | StackRole::Writer => false,
+            StackRole::None => self.moved,
+        };
+        sync
+    }
 }
 
 /// `sh`'s [`StackRole`].
@@ -518,12 +527,8 @@ impl<'a> Graph<'a> {
             Vec::new()
         };
         let transition = |s: usize| transitions.get(s).copied().unwrap_or(false);
-        let syncs = if m.stack_sync_uop {
-            stack_syncs(shapes)
-        } else {
-            Vec::new()
-        };
-        let costs = (0..n)
+        let mut syncs = m.stack_sync_uop.then(|| StackSyncs::new(shapes));
+        let costs: Vec<StaticCost> = (0..n)
             .map(|s| {
                 let sh = &shapes[s];
                 let class = sh.class_id as usize;
@@ -566,7 +571,7 @@ impl<'a> Graph<'a> {
                         && sh.writes.contains(&FLAGS)
                         && flags_read(shapes, s),
                     transition: transition(s),
-                    stack: if syncs.get(s).copied().unwrap_or(false) {
+                    stack: if syncs.as_mut().is_some_and(|x| x.next(sh)) {
                         STACK_SYNC
                     } else {
                         0
@@ -604,7 +609,7 @@ impl<'a> Graph<'a> {
         arrays.clear();
         let mut written = arrays.written;
         written.extend(shapes.iter().flat_map(|s| s.writes.iter().copied()));
-        if m.stack_sync_uop {
+        if costs.iter().any(|c| c.stack & STACK_SYNC != 0) {
             // A sync µop writes it.
             written.push(RSP);
         }
