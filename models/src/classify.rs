@@ -110,6 +110,7 @@ pub const CLASSES: &[&str] = &[
     "bit_scan",
     "bit_deposit",
     "bmi_bit",
+    "bmi_bit_mem",
     "fence_store",
     "fence_full",
     "vec_hadd",
@@ -1149,16 +1150,17 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 // The lowest set bit's ops: on Zen 5's three shift pipes
                 // (measured, session 63), `bmi_logic` elsewhere.
                 Mnemonic::Blsi | Mnemonic::Blsr | Mnemonic::Blsmsk if !has_mem => "bmi_bit",
+                // Their memory forms: `alu` where a description has no
+                // figures for them (as before), Zen 5's false dependency
+                // on the destination too (measured, session 64).
+                Mnemonic::Blsi | Mnemonic::Blsr | Mnemonic::Blsmsk => "bmi_bit_mem",
                 Mnemonic::Bt
                 | Mnemonic::Bts
                 | Mnemonic::Btr
                 | Mnemonic::Btc
                 | Mnemonic::Bzhi
                 | Mnemonic::Bextr
-                | Mnemonic::Andn
-                | Mnemonic::Blsi
-                | Mnemonic::Blsr
-                | Mnemonic::Blsmsk => "alu",
+                | Mnemonic::Andn => "alu",
                 // A register swap: three µops, one swap a cycle on Golden
                 // Cove (measured); an exchange-and-add the same, 2 cycles.
                 Mnemonic::Xchg if i.op0_register().size() >= 4 => "xchg_swap",

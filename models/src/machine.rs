@@ -565,6 +565,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("mxcsr", "alu"),
     ("read_tsc", "alu"),
     ("cpuid", "alu"),
+    ("bmi_bit_mem", "alu"),
     ("vec_to_gpr", "gpr_vec"),
 ];
 

@@ -1938,6 +1938,8 @@ mod tests {
             3.0
         );
         assert_eq!(cpi("c4 e2 f0 f3 d3 c4 e2 f8 f3 cb", "zen5"), 1.0);
+        // Memory forms too: two `blsr 8(%rsi),%rax` 2.00.
+        assert_eq!(cpi("c4 e2 f8 f3 4e 08 c4 e2 f8 f3 4e 08", "zen5"), 2.0);
     }
 
     #[test]
