@@ -49,7 +49,7 @@ pub(crate) struct FetchClock {
 }
 
 /// Bytes of the line an op-cache entry belongs to.
-const OP_CACHE_LINE: u64 = 64;
+pub(crate) const OP_CACHE_LINE: u64 = 64;
 
 /// Per static instruction, the cycles a loop fetched the slow way from
 /// the op cache waits before it ([`Machine::op_cache_entry_ops`]), or

@@ -540,7 +540,12 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         per_cycle: machine.taken_branches_per_cycle,
                     },
                     Why::Dispatch(4) => Stall::FetchLine {
-                        line_bytes: machine.fetch_line_bytes,
+                        // Without a fetch-line limit, the lines a loop
+                        // read the slow way from the op cache.
+                        line_bytes: match machine.fetch_line_bytes {
+                            0 => crate::fetch_clock::OP_CACHE_LINE as u32,
+                            b => b,
+                        },
                     },
                     Why::Dispatch(5) => Stall::DenseCode {
                         width: machine.dense_dispatch_width,
