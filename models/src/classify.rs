@@ -140,6 +140,7 @@ pub const CLASSES: &[&str] = &[
     "read_tsc",
     "cpuid",
     "vec_to_gpr",
+    "vec_insert_gpr",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -1254,7 +1255,11 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 ) && any_gpr(i)
                     && !has_mem =>
                 {
-                    gpr_vec_direction(i)
+                    match gpr_vec_direction(i) {
+                        // An insert merges into a vector input as well.
+                        "gpr_vec" if m.contains("pinsr") => "vec_insert_gpr",
+                        c => c,
+                    }
                 }
                 // Above / below-or-equal read CF and ZF, which Intel keeps
                 // apart: two µops there (measured on Golden Cove).

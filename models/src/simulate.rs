@@ -270,6 +270,11 @@ enum StackRole {
 
 const RSP: Reg = iced_x86::Register::RSP as Reg;
 
+/// A general register as the shapes name them (full width).
+fn is_gpr(r: Reg) -> bool {
+    (iced_x86::Register::RAX as Reg..=iced_x86::Register::R15 as Reg).contains(&r)
+}
+
 /// Walks a block repeated back to back, saying for each instruction
 /// whether a sync µop comes before it ([`StackRole`]; every iteration
 /// alike: the first one is taken to be entered as the others are, from
@@ -937,6 +942,36 @@ impl<'a> Graph<'a> {
         self.set_producer(b, pa, ka);
     }
 
+    /// The first µop of an instruction whose general-register inputs take
+    /// longer ([`ClassCost::gpr_input_latency`]): it waits for them and
+    /// passes them on `latency` cycles later, on no port.
+    #[cold]
+    #[inline(never)]
+    fn gpr_transfer(&mut self, sh: &Shape, insn: u32, latency: u32) -> u32 {
+        let from = self.deps.len() as u32;
+        for &r in sh.reads.iter().filter(|&&r| is_gpr(r)) {
+            self.push_reg_deps(&[r]);
+        }
+        self.push_uop(insn, self.no_ports, latency, 0, from)
+    }
+
+    /// The main µop's inputs where [`Graph::gpr_transfer`] carries the
+    /// general registers: the others, and that µop.
+    #[cold]
+    #[inline(never)]
+    fn push_deps_after_transfer(&mut self, sh: &Shape, transfer: u32) {
+        for &r in sh.reads.iter().filter(|&&r| !is_gpr(r)) {
+            self.push_reg_deps(&[r]);
+        }
+        let r = sh
+            .reads
+            .iter()
+            .copied()
+            .find(|&r| is_gpr(r))
+            .unwrap_or(NO_REG);
+        self.push_dep(transfer, DepWhy::Reg(r));
+    }
+
     /// A false dependency: the µop waits for the old value of the
     /// register it writes ([`ClassCost::reads_destination`]).
     #[cold]
@@ -995,7 +1030,11 @@ impl<'a> Graph<'a> {
         let nop_fusion = self.nop_fusion;
         for (s, sh) in shapes.iter().enumerate() {
             let c = &self.costs[s];
-            let (split_flags, reads_destination) = (c.class.split_flags, c.class.reads_destination);
+            let (split_flags, reads_destination, gpr_first) = (
+                c.class.split_flags,
+                c.class.reads_destination,
+                c.class.gpr_input_latency,
+            );
             let (latency, occupancy, slots, exec_ports, load_ports, load_latency, eliminated) = (
                 c.latency,
                 c.occupancy,
@@ -1221,6 +1260,8 @@ impl<'a> Graph<'a> {
                     self.push_reg_deps(&[FLAGS]);
                     self.push_uop(id, exec_ports, 1, 1, from)
                 });
+                let gpr_uop = (gpr_first > 0)
+                    .then(|| self.gpr_transfer(sh, id, gpr_first.saturating_sub(latency)));
                 let from = self.deps.len() as u32;
                 if sh.flags_only && m.sbb_idiom {
                     self.push_reg_deps(&[FLAGS]);
@@ -1229,6 +1270,8 @@ impl<'a> Graph<'a> {
                         self.push_reg_deps(&[r]);
                     }
                     self.push_dep(f, DepWhy::Reg(FLAGS));
+                } else if let Some(g) = gpr_uop {
+                    self.push_deps_after_transfer(sh, g);
                 } else {
                     self.push_reg_deps(&sh.reads);
                 }
