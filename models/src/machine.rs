@@ -46,7 +46,8 @@ pub struct ClassCost {
     /// after they are ready, its other inputs after `latency` (a first µop
     /// carries them across the register files; 0: all after `latency`).
     /// Zen 5's vpinsrd, measured (session 64): 2.33 cycles through the
-    /// vector, about 6 through the general register.
+    /// vector; through the general register a round trip with vmovd 9.0
+    /// (5 here plus vmovd's modeled 4).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub gpr_input_latency: u32,
     pub source: String,

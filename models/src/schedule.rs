@@ -620,7 +620,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
             notes.push("zero idiom: no execution, breaks dependencies".into());
         }
         if machine.eliminates_move(sh) {
-            notes.push(if sh.writes.len() == 2 {
+            notes.push(if crate::machine::is_swap_class(sh.class_id) {
                 "registers swapped at rename".into()
             } else {
                 "move eliminated at rename".into()
