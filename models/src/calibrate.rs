@@ -300,18 +300,6 @@ const PROBES: &[Probe] = &[
             0xfb, 0x4c, 0x63, 0xc3, 0x4c, 0x63, 0xcb, 0x4c, 0x63, 0xd3,
         ],
     },
-    Probe {
-        class: "gpr_vec",
-        // movq %rax,%xmm0; movq %xmm0,%rax: a round trip, two instructions
-        chain: &[0x66, 0x48, 0x0f, 0x6e, 0xc0, 0x66, 0x48, 0x0f, 0x7e, 0xc0],
-        chain_len: 2,
-        // movq %rbx into xmm0..xmm7
-        independent: &[
-            0x66, 0x48, 0x0f, 0x6e, 0xc3, 0x66, 0x48, 0x0f, 0x6e, 0xcb, 0x66, 0x48, 0x0f, 0x6e,
-            0xd3, 0x66, 0x48, 0x0f, 0x6e, 0xdb, 0x66, 0x48, 0x0f, 0x6e, 0xe3, 0x66, 0x48, 0x0f,
-            0x6e, 0xeb, 0x66, 0x48, 0x0f, 0x6e, 0xf3, 0x66, 0x48, 0x0f, 0x6e, 0xfb,
-        ],
-    },
 ];
 
 /// A block whose cycles per copy depend on one mechanism of the description.
@@ -332,6 +320,18 @@ const MECHANISMS: &[MechanismProbe] = &[
         field: "mul_wide",
         what: "mul %rcx; mov %rdx,%rcx (4 if the high half comes a cycle after the low, as mul_wide_high says; 3 if with it)",
         code: &[0x48, 0xf7, 0xe1, 0x48, 0x89, 0xd1],
+    },
+    // A round trip between the register files cannot tell its two moves
+    // apart: the description's two latencies are checked as a sum.
+    MechanismProbe {
+        field: "gpr_vec",
+        what: "vmovq %rax,%xmm0; vmovq %xmm0,%rax (its latency and vec_to_gpr's)",
+        code: &[0xc4, 0xe1, 0xf9, 0x6e, 0xc0, 0xc4, 0xe1, 0xf9, 0x7e, 0xc0],
+    },
+    MechanismProbe {
+        field: "gpr_vec_legacy",
+        what: "movq %rax,%xmm0; movq %xmm0,%rax (SSE encodings: its latency and vec_to_gpr's)",
+        code: &[0x66, 0x48, 0x0f, 0x6e, 0xc0, 0x66, 0x48, 0x0f, 0x7e, 0xc0],
     },
     MechanismProbe {
         field: "cvt_from_gpr",

@@ -141,6 +141,8 @@ pub const CLASSES: &[&str] = &[
     "cpuid",
     "vec_to_gpr",
     "vec_insert_gpr",
+    "gpr_vec_legacy",
+    "vec_extract_gpr",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -806,10 +808,14 @@ fn is_string_operand(k: OpKind) -> bool {
 /// A move between general and vector registers: `vec_to_gpr` into a
 /// general register (Zen 5: two a cycle, measured, session 63: vmovd,
 /// vmovq, vpextrd, vpextrq 0.50 cycles each), `gpr_vec` the other way
-/// (one a cycle).
+/// (one a cycle), `gpr_vec_legacy` for its SSE encoding (Zen 5: two
+/// cycles slower than the VEX one, measured, session 65: a `movd` round
+/// trip 9.0 cycles, `vmovd` 7.0).
 fn gpr_vec_direction(i: &Instruction) -> &'static str {
     if i.op_count() > 0 && i.op0_kind() == OpKind::Register && i.op0_register().is_gpr() {
         "vec_to_gpr"
+    } else if i.encoding() == iced_x86::EncodingKind::Legacy {
+        "gpr_vec_legacy"
     } else {
         "gpr_vec"
     }
@@ -1257,8 +1263,12 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                 {
                     match gpr_vec_direction(i) {
                         // An insert merges into a vector input as well.
-                        "gpr_vec" if m.contains("pinsr") => "vec_insert_gpr",
-                        c => c,
+                        "gpr_vec" | "gpr_vec_legacy" if m.contains("pinsr") => "vec_insert_gpr",
+                        "gpr_vec" | "gpr_vec_legacy" => "gpr_vec",
+                        // An element out of place: two cycles more than a
+                        // move of the low one on Zen 5 (measured, session
+                        // 65: `vpextrd $0` too, and vextractps, vpextrb/w).
+                        _ => "vec_extract_gpr",
                     }
                 }
                 // Above / below-or-equal read CF and ZF, which Intel keeps
@@ -1605,6 +1615,17 @@ mod tests {
         assert_eq!(one(&[0x0f, 0x52, 0xc0]).class, "fp_rcp"); // rsqrtps
         assert_eq!(one(&[0xc5, 0xf9, 0x7e, 0xc0]).class, "vec_to_gpr"); // vmovd %xmm0,%eax
         assert_eq!(one(&[0xc5, 0xf9, 0x6e, 0xc0]).class, "gpr_vec"); // vmovd %eax,%xmm0
+        assert_eq!(one(&[0x66, 0x0f, 0x6e, 0xc0]).class, "gpr_vec_legacy"); // movd %eax,%xmm0
+                                                                            // vpextrd $1,%xmm0,%eax
+        assert_eq!(
+            one(&[0xc4, 0xe3, 0x79, 0x16, 0xc0, 0x01]).class,
+            "vec_extract_gpr"
+        );
+        // pinsrd $1,%eax,%xmm0: an insert, SSE or not
+        assert_eq!(
+            one(&[0x66, 0x0f, 0x3a, 0x22, 0xc0, 0x01]).class,
+            "vec_insert_gpr"
+        );
         assert_eq!(one(&[0xc4, 0xe3, 0x7d, 0x40, 0xc1, 0x01]).class, "fp_dot"); // vdpps $1,%ymm1,%ymm0,%ymm0
         assert_eq!(
             one(&[0x66, 0x0f, 0x3a, 0x41, 0xc1, 0x31]).class,

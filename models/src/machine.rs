@@ -580,6 +580,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("bmi_bit_mem", "alu"),
     ("vec_to_gpr", "gpr_vec"),
     ("vec_insert_gpr", "gpr_vec"),
+    ("gpr_vec_legacy", "gpr_vec"),
+    ("vec_extract_gpr", "vec_to_gpr"),
 ];
 
 /// Bundled descriptions: (name, TOML text).

@@ -2015,6 +2015,21 @@ mod tests {
     }
 
     #[test]
+    fn zen5_crosses_between_register_files_at_measured_latencies() {
+        // Measured on a Zen 5 host (session 65, models/examples/measure.rs):
+        // `vmovd %eax,%xmm0; vmovd %xmm0,%eax` 7.0 cycles a round trip (8
+        // modeled before), the SSE `movd` in 9.0, `vpextrd $1` back 9.0,
+        // `vpmovmskb` back 7.0 (twice 14.0), `vptest` and `vucomiss` into
+        // a `sbb` 10.0.
+        assert_eq!(cpi("c5 f9 6e c0 c5 f9 7e c0", "zen5"), 7.0);
+        assert_eq!(cpi("66 0f 6e c0 66 0f 7e c0", "zen5"), 9.0);
+        assert_eq!(cpi("c5 f9 6e c0 c4 e3 79 16 c0 01", "zen5"), 9.0);
+        assert_eq!(cpi("c5 f9 6e c0 c5 f9 d7 c0", "zen5"), 7.0);
+        assert_eq!(cpi("c5 f9 6e c0 c4 e2 79 17 c0 19 c0", "zen5"), 10.0);
+        assert_eq!(cpi("c5 f9 6e c0 c5 f8 2e c0 19 c0", "zen5"), 10.0);
+    }
+
+    #[test]
     fn zen5_swaps_registers_at_rename() {
         // Measured on a Zen 5 host (session 64, models/examples/measure.rs):
         // `xchg %rax,%rbx; add %rbx,%rax` twice 2.00 cycles a copy (the
