@@ -50,6 +50,13 @@ pub struct ClassCost {
     /// (5 here plus vmovd's modeled 4).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub gpr_input_latency: u32,
+    /// Its result reaches instructions of other classes this many cycles
+    /// after its inputs, its own class's after `latency` (0: all after
+    /// `latency`). Zen 5's floating-point adds, measured (session 65):
+    /// two `vaddps` chained 2 cycles each, `vaddps; vpaddd`, `vaddps;
+    /// vmulps` and `vaddps; vmaxps` 5, 6 and 5 a pair (3 + their own).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub other_class_latency: u32,
     pub source: String,
 }
 

@@ -489,11 +489,15 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     continue;
                 };
                 let (mut k, mut p, mut inside) = (k, g.producer_of(e, k), 0);
-                let own_flags = matches!(g.why.get(k as usize), Some(DepWhy::Reg(r)) if *r == crate::classify::FLAGS);
-                if own_flags && g.uops[p].insn == g.uops[e].insn {
-                    // Its flags combined first by a µop of its own (a cmova,
-                    // a signed cmov on Zen 5): the wait is for that µop's
-                    // last input, and the µop's cycle is part of the latency.
+                let own_input =
+                    matches!(g.why.get(k as usize), Some(DepWhy::Reg(r)) if *r != LOAD_RESULT);
+                if own_input && g.uops[p].insn == g.uops[e].insn {
+                    // An input carried by a µop of its own (flags combined
+                    // first, a cmova or a signed cmov on Zen 5; a general
+                    // register carried across, vpinsrd; a value that
+                    // reaches other classes late, Zen 5's adds): the wait
+                    // is for that µop's last input, and the µop's cycles
+                    // are part of the latency.
                     if let Some(j) = last_input(p) {
                         inside = g.uops[p].latency;
                         (k, p) = (j, g.producer_of(p, j));
@@ -2012,6 +2016,25 @@ mod tests {
         // `vpinsrd $1,%eax,%xmm1,%xmm2; vmovd %xmm2,%eax` 9.0 a round trip.
         assert_eq!(cpi("c4 e3 69 22 d0 01 c4 e3 69 22 d0 02", "zen5"), 4.0);
         assert_eq!(cpi("c4 e3 71 22 d0 01 c5 f9 7e d0", "zen5"), 9.0);
+        // It waits for the vmovd before it (not for the µop of its own
+        // that carries %eax across, as it once said).
+        let a = run(
+            "c4 e3 71 22 d0 01 c5 f9 7e d0",
+            "zen5",
+            RepeatMode::Unrolled,
+        );
+        assert!(
+            a.insns[0].stalls.iter().any(|s| matches!(
+                s,
+                Stall::Dependency {
+                    producer: 1,
+                    loop_carried: true,
+                    ..
+                }
+            )),
+            "{:?}",
+            a.insns[0].stalls
+        );
     }
 
     #[test]
@@ -2027,6 +2050,36 @@ mod tests {
         assert_eq!(cpi("c5 f9 6e c0 c5 f9 d7 c0", "zen5"), 7.0);
         assert_eq!(cpi("c5 f9 6e c0 c4 e2 79 17 c0 19 c0", "zen5"), 10.0);
         assert_eq!(cpi("c5 f9 6e c0 c5 f8 2e c0 19 c0", "zen5"), 10.0);
+    }
+
+    #[test]
+    fn zen5_adds_reach_other_classes_a_cycle_later() {
+        // Measured on a Zen 5 host (session 65, models/examples/measure.rs):
+        // `vaddps; vaddps` 4.0 cycles a pair, `vaddps; vsubps` 4.0, but
+        // `vaddps; vpaddd` 5.0, `vaddps; vmulps` 6.0, `vaddps; vmaxps` 5.0,
+        // `vaddsd; vfmadd231sd` 7.0, `vmaxps; vaddps; vaddps` 7.0.
+        assert_eq!(cpi("c5 f8 58 c0 c5 f8 58 c0", "zen5"), 4.0);
+        assert_eq!(cpi("c5 f8 58 c0 c5 f8 5c c0", "zen5"), 4.0);
+        assert_eq!(cpi("c5 f8 58 c0 c5 f9 fe c0", "zen5"), 5.0);
+        assert_eq!(cpi("c5 f8 58 c0 c5 f8 59 c0", "zen5"), 6.0);
+        assert_eq!(cpi("c5 f8 58 c0 c5 f8 5f c0", "zen5"), 5.0);
+        assert_eq!(cpi("c5 fb 58 c0 c4 e2 f9 b9 c0", "zen5"), 7.0);
+        assert_eq!(cpi("c5 f8 5f c0 c5 f8 58 c0 c5 f8 58 c0", "zen5"), 7.0);
+        // The multiply waits for the add, at the add's 3 (the µop that
+        // carries the value across is the multiply's own, not a producer).
+        let a = run("c5 f8 58 c0 c5 f8 59 c0", "zen5", RepeatMode::Unrolled);
+        assert!(
+            a.insns[1].stalls.iter().any(|s| matches!(
+                s,
+                Stall::Dependency {
+                    producer: 0,
+                    latency: 3,
+                    ..
+                }
+            )),
+            "{:?}",
+            a.insns[1].stalls
+        );
     }
 
     #[test]

@@ -374,6 +374,9 @@ pub(crate) struct Graph<'a> {
     /// How many times rsp has been rewritten so far (see
     /// [`STACK_REWRITE`]): stores remember it.
     stack_epoch: u32,
+    /// Some instruction of the block reaches other classes later than its
+    /// own ([`ClassCost::other_class_latency`]).
+    slow_to_others: bool,
     pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
@@ -625,6 +628,7 @@ impl<'a> Graph<'a> {
         let mut keys = arrays.keys;
         keys.extend(written.iter().map(|&r| initial_key(r)));
         let [last_state, next_state] = arrays.states;
+        let slow_to_others = costs.iter().any(|c| c.class.other_class_latency > 0);
         Graph {
             no_ports: class_of(NOP).1,
             alu_ports: class_of(ALU).1,
@@ -665,6 +669,7 @@ impl<'a> Graph<'a> {
             have_last_state: false,
             flags_logical: false,
             stack_epoch: 0,
+            slow_to_others,
             written,
             head: arrays.head,
             scratch: arrays.scratch,
@@ -972,6 +977,66 @@ impl<'a> Graph<'a> {
         self.push_dep(transfer, DepWhy::Reg(r));
     }
 
+    /// The extra cycles register `r`'s value takes to reach static
+    /// instruction `s`: its producer's [`ClassCost::other_class_latency`]
+    /// beyond its latency where `s` is of another class (0 elsewhere).
+    fn other_class_delay(&self, r: Reg, s: usize) -> u32 {
+        let p = self.producer(r);
+        if p == NONE {
+            return 0;
+        }
+        let ps = self.dyns[self.uops[p as usize].insn as usize].stat as usize;
+        let class = self.costs[ps].class;
+        if class.other_class_latency == 0 || self.shapes[ps].class_id == self.shapes[s].class_id {
+            return 0;
+        }
+        class
+            .other_class_latency
+            .saturating_sub(self.uops[p as usize].latency)
+    }
+
+    /// A µop, on no port, that passes on the inputs of static instruction
+    /// `s` that reach it late ([`Graph::other_class_delay`]), by that
+    /// delay: `None` where none does.
+    #[cold]
+    #[inline(never)]
+    fn late_inputs_transfer(&mut self, sh: &Shape, s: usize, insn: u32) -> Option<u32> {
+        let delay = sh
+            .reads
+            .iter()
+            .map(|&r| self.other_class_delay(r, s))
+            .max()
+            .unwrap_or(0);
+        if delay == 0 {
+            return None;
+        }
+        let from = self.deps.len() as u32;
+        for &r in sh.reads.iter() {
+            if self.other_class_delay(r, s) > 0 {
+                self.push_reg_deps(&[r]);
+            }
+        }
+        Some(self.push_uop(insn, self.no_ports, delay, 0, from))
+    }
+
+    /// The main µop's inputs where [`Graph::late_inputs_transfer`] carries
+    /// some: the others, and that µop.
+    #[cold]
+    #[inline(never)]
+    fn push_deps_after_late_inputs(&mut self, sh: &Shape, s: usize, transfer: u32) {
+        let mut late = NO_REG;
+        for &r in sh.reads.iter() {
+            if self.other_class_delay(r, s) > 0 {
+                if late == NO_REG {
+                    late = r;
+                }
+            } else {
+                self.push_reg_deps(&[r]);
+            }
+        }
+        self.push_dep(transfer, DepWhy::Reg(late));
+    }
+
     /// A false dependency: the µop waits for the old value of the
     /// register it writes ([`ClassCost::reads_destination`]).
     #[cold]
@@ -1262,6 +1327,15 @@ impl<'a> Graph<'a> {
                 });
                 let gpr_uop = (gpr_first > 0)
                     .then(|| self.gpr_transfer(sh, id, gpr_first.saturating_sub(latency)));
+                let late_uop = if self.slow_to_others
+                    && flags_uop.is_none()
+                    && gpr_uop.is_none()
+                    && !(sh.flags_only && m.sbb_idiom)
+                {
+                    self.late_inputs_transfer(sh, s, id)
+                } else {
+                    None
+                };
                 let from = self.deps.len() as u32;
                 if sh.flags_only && m.sbb_idiom {
                     self.push_reg_deps(&[FLAGS]);
@@ -1272,6 +1346,8 @@ impl<'a> Graph<'a> {
                     self.push_dep(f, DepWhy::Reg(FLAGS));
                 } else if let Some(g) = gpr_uop {
                     self.push_deps_after_transfer(sh, g);
+                } else if let Some(t) = late_uop {
+                    self.push_deps_after_late_inputs(sh, s, t);
                 } else {
                     self.push_reg_deps(&sh.reads);
                 }
