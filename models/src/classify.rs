@@ -143,6 +143,8 @@ pub const CLASSES: &[&str] = &[
     "vec_insert_gpr",
     "gpr_vec_legacy",
     "vec_extract_gpr",
+    "cvt_widen",
+    "cvt_narrow",
 ];
 
 /// Classes a description may leave out (the model then does without).
@@ -821,6 +823,43 @@ fn gpr_vec_direction(i: &Instruction) -> &'static str {
     }
 }
 
+/// Bytes of operand `k`: a register's, or the memory operand's.
+fn operand_bytes(i: &Instruction, k: u32) -> usize {
+    match i.op_kind(k) {
+        OpKind::Register => i.op_register(k).size(),
+        OpKind::Memory => i.memory_size().size(),
+        _ => 0,
+    }
+}
+
+/// A conversion whose result and source differ in width with one of them
+/// 256 bits or more (`vcvtps2pd %xmm0,%ymm0`, `vcvtpd2ps %ymm0,%xmm0`): its
+/// elements cross the 128-bit lanes (Zen 5, measured, session 65: 5 and 6
+/// cycles where the xmm forms take 3).
+fn cvt_across_lanes(i: &Instruction) -> bool {
+    if i.op0_kind() != OpKind::Register {
+        return false;
+    }
+    let (dest, src) = (operand_bytes(i, 0), cvt_source_bytes(i));
+    dest != src && dest.max(src) >= 32 && dest.min(src) > 0
+}
+
+/// Bytes of a conversion's source: its last register or memory operand
+/// after the destination (`vcvtps2ph $0,%ymm0,%xmm1` ends with its
+/// immediate in iced's order).
+fn cvt_source_bytes(i: &Instruction) -> usize {
+    (1..i.op_count())
+        .rev()
+        .map(|k| operand_bytes(i, k))
+        .find(|&b| b > 0)
+        .unwrap_or(0)
+}
+
+/// Of [`cvt_across_lanes`] conversions, whether the result is the wider.
+fn cvt_widens(i: &Instruction) -> bool {
+    operand_bytes(i, 0) > cvt_source_bytes(i)
+}
+
 /// Analyzes one instruction.
 pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
     let m = mnemonic_name(i.mnemonic());
@@ -1338,6 +1377,13 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
                     };
                     let zmm = any_zmm(i);
                     let wide = match finish(vector_class(bare, zmm, ymm_dest)) {
+                        Some("cvt" | "cvt_packed") if cvt_across_lanes(i) => {
+                            Some(if cvt_widens(i) {
+                                "cvt_widen"
+                            } else {
+                                "cvt_narrow"
+                            })
+                        }
                         // `vpermq`/`vpermpd $imm` permute within each
                         // 256-bit half: as their ymm forms (Zen 5, measured:
                         // 4.0 cycles where vpermd %zmm takes 5).
@@ -1637,6 +1683,10 @@ mod tests {
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x2a, 0xc0]).class, "cvt_from_gpr"); // cvtsi2sd
         assert_eq!(one(&[0x0f, 0x5b, 0xc0]).class, "cvt_packed"); // cvtdq2ps
         assert_eq!(one(&[0xf3, 0x0f, 0x5a, 0xc0]).class, "cvt"); // cvtss2sd
+        assert_eq!(one(&[0xc5, 0xfc, 0x5a, 0xc0]).class, "cvt_widen"); // vcvtps2pd %xmm0,%ymm0
+        assert_eq!(one(&[0xc5, 0xfd, 0x5a, 0xc0]).class, "cvt_narrow"); // vcvtpd2ps %ymm0,%xmm0
+        assert_eq!(one(&[0xc5, 0xfe, 0xe6, 0xc0]).class, "cvt_widen"); // vcvtdq2pd %xmm0,%ymm0
+        assert_eq!(one(&[0xc5, 0xf8, 0x5a, 0xc0]).class, "cvt"); // vcvtps2pd %xmm0,%xmm0
         assert_eq!(one(&[0x48, 0x99]).class, "sign_fill"); // cqto
         assert_eq!(one(&[0xf2, 0x48, 0x0f, 0x38, 0xf1, 0xc3]).class, "imul"); // crc32q
     }

@@ -589,6 +589,8 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_insert_gpr", "gpr_vec"),
     ("gpr_vec_legacy", "gpr_vec"),
     ("vec_extract_gpr", "vec_to_gpr"),
+    ("cvt_widen", "cvt"),
+    ("cvt_narrow", "cvt"),
 ];
 
 /// Bundled descriptions: (name, TOML text).

@@ -2083,6 +2083,16 @@ mod tests {
     }
 
     #[test]
+    fn zen5_conversions_across_lanes_take_longer() {
+        // Measured on a Zen 5 host (session 65): vcvtps2pd from an xmm
+        // into a ymm register 5.0 cycles chained, vcvtpd2ps back 6.0, the
+        // xmm forms 3.0.
+        assert_eq!(cpi("c5 fc 5a c0", "zen5"), 5.0);
+        assert_eq!(cpi("c5 fd 5a c0", "zen5"), 6.0);
+        assert_eq!(cpi("c5 f8 5a c0", "zen5"), 3.0);
+    }
+
+    #[test]
     fn zen5_swaps_registers_at_rename() {
         // Measured on a Zen 5 host (session 64, models/examples/measure.rs):
         // `xchg %rax,%rbx; add %rbx,%rax` twice 2.00 cycles a copy (the
