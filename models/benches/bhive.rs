@@ -22,6 +22,11 @@
 //! an index register they never write (the harness gives it a small value),
 //! `DCPI_BHIVE_INDEXED=only` only those: the default set has no indexed
 //! loads, so it cannot see their latency (a cycle more on Zen 4 when scaled).
+//! `DCPI_BHIVE_BINARIES=PATH,PATH,...` takes the blocks from those binaries
+//! instead of the list below, and `DCPI_BHIVE_VECTOR=1` keeps only blocks
+//! with a vector instruction (an xmm, ymm or zmm register named): the
+//! default set is mostly integer code (`datasets/models/bhive-zen5-vector.tsv`
+//! is libm's, libcrypto's, libc's and libpython's vector blocks).
 //! `DCPI_MACHINE=NAME|FILE.toml` models with that description instead of
 //! the host's (to rejudge another machine's saved set).
 //!
@@ -61,6 +66,7 @@ fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
     // `DCPI_BHIVE_INDEXED=1` also takes blocks that address memory through
     // an index register they never write; `=only` takes only those.
     let indexed_mode = std::env::var("DCPI_BHIVE_INDEXED").unwrap_or_default();
+    let vector_only = std::env::var_os("DCPI_BHIVE_VECTOR").is_some();
     let indexed = !indexed_mode.is_empty();
     let only_indexed = indexed_mode == "only";
     let Ok(data) = std::fs::read(path) else {
@@ -91,7 +97,7 @@ fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
             } else {
                 plain
             };
-            if (3..=25).contains(&cur.len()) && ok {
+            if (3..=25).contains(&cur.len()) && ok && (!vector_only || any_vector(&cur)) {
                 let bytes = code[start..pos].to_vec();
                 if seen.insert(bytes.clone()) {
                     out.push(bytes);
@@ -107,6 +113,30 @@ fn blocks_of(path: &str, seen: &mut HashSet<Vec<u8>>) -> Vec<Vec<u8>> {
         cur.push(i);
     }
     out
+}
+
+/// Whether some instruction of the block names an xmm, ymm or zmm register.
+fn any_vector(block: &[iced_x86::Instruction]) -> bool {
+    block.iter().any(|i| {
+        (0..i.op_count()).any(|k| {
+            i.op_kind(k) == iced_x86::OpKind::Register && {
+                let r = i.op_register(k);
+                r.is_xmm() || r.is_ymm() || r.is_zmm()
+            }
+        })
+    })
+}
+
+/// The binaries blocks are taken from: `DCPI_BHIVE_BINARIES` or [`BINARIES`].
+fn binaries() -> Vec<String> {
+    match std::env::var("DCPI_BHIVE_BINARIES") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        _ => BINARIES.iter().map(|s| s.to_string()).collect(),
+    }
 }
 
 /// A relative path as the user meant it: from the workspace root (cargo
@@ -216,15 +246,16 @@ fn main() {
             .collect::<Vec<_>>()
     });
     let mut seen = HashSet::new();
+    let sources = binaries();
     let mut per_binary: Vec<Vec<Vec<u8>>> = match &saved {
         Some(rows) => vec![rows.iter().map(|r| r.0.clone()).collect()],
-        None => BINARIES.iter().map(|b| blocks_of(b, &mut seen)).collect(),
+        None => sources.iter().map(|b| blocks_of(b, &mut seen)).collect(),
     };
     let want = if saved.is_some() { usize::MAX } else { want };
     // Take blocks round-robin across binaries, evenly spaced within each.
     let mut blocks = Vec::new();
     for v in per_binary.iter_mut() {
-        let step = (v.len() / (want / BINARIES.len()).saturating_add(1)).max(1);
+        let step = (v.len() / (want / sources.len().max(1)).saturating_add(1)).max(1);
         *v = v.iter().step_by(step).cloned().collect();
     }
     'outer: for k in 0.. {
@@ -247,7 +278,7 @@ fn main() {
         machine.name,
         machine.description,
         blocks.len(),
-        BINARIES.len()
+        sources.len()
     );
     let mut info = InstructionInfoFactory::new();
     let (mut truth, mut ours, mut mca, mut trivial, mut mca_truth) =

@@ -319,6 +319,28 @@ fn stack_role(sh: &Shape) -> StackRole {
     }
 }
 
+/// Whether a store to `store` holds every byte a load from `load` reads
+/// (the same registers and scale: the displacements and sizes say).
+fn holds(store: &MemAddr, load: &MemAddr) -> bool {
+    store == load
+        || (store.base == load.base && store.index == load.index && store.scale == load.scale && {
+            // Displacements are two's complement (a negative one wraps).
+            let at = load.disp.wrapping_sub(store.disp) as i64;
+            at >= 0 && at as usize + load.size <= store.size
+        })
+}
+
+/// Which of a store's bytes a load forwarded from it reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// The same bytes.
+    Whole,
+    /// Fewer, from the same first byte.
+    Low,
+    /// Fewer, from a later one.
+    Inside,
+}
+
 /// A store the next loads may read: address, value keys of its address
 /// registers and the µops that produced them, store-data µop, the value key
 /// of the data, static index.
@@ -1131,11 +1153,16 @@ impl<'a> Graph<'a> {
                 self.push_reg_deps(&sh.addr_reads);
                 let mut latency = load_latency;
                 let mut forwarded = false;
+                // The newest store in flight holding all the load's bytes:
+                // the same ones, or a wider store around them (forwarded
+                // too: Zen 5, measured, session 65: `vmovups %xmm0,(%rbx);
+                // vmovq 8(%rbx),%xmm0` 9.0 cycles a round trip as the
+                // whole width's, `mov %rax,(%rbx); mov 4(%rbx),%eax` 7.0).
                 let found = if addr_known {
                     self.stores
                         .iter()
                         .rev()
-                        .find(|st| st.addr == addr && st.prod == addr_prod)
+                        .find(|st| st.prod == addr_prod && holds(&st.addr, &addr))
                         .map(|st| {
                             // A push and the pop that reads it back with
                             // rsp rewritten in between (see
@@ -1143,14 +1170,21 @@ impl<'a> Graph<'a> {
                             // the same registers to the renamer.
                             let same = st.addr_uops == addr_uops
                                 && (st.epoch == self.stack_epoch || !sh.stack_op);
-                            (st.data, st.stat, st.data_key, same)
+                            let part = if st.addr == addr {
+                                Part::Whole
+                            } else if st.addr.disp == addr.disp {
+                                Part::Low
+                            } else {
+                                Part::Inside
+                            };
+                            (st.data, st.stat, st.data_key, same, part)
                         })
                 } else {
                     None
                 };
                 if addr_known {
                     load_key = match found {
-                        Some((_, _, key, _)) if !sh.extending_load => key,
+                        Some((_, _, key, _, Part::Whole)) if !sh.extending_load => key,
                         Some(_) => NONE - 1, // a new value (set below)
                         // Named by its address when that is the same every
                         // iteration (registers the block never writes): a
@@ -1185,7 +1219,7 @@ impl<'a> Graph<'a> {
                         blocked_by = id - self.uops[st.data as usize].insn;
                     }
                 }
-                if let Some((data, st, _, same_registers)) = found {
+                if let Some((data, st, _, same_registers, part)) = found {
                     forwarded = true;
                     let stack =
                         matches!(addr.base, iced_x86::Register::RSP | iced_x86::Register::RBP)
@@ -1224,14 +1258,20 @@ impl<'a> Graph<'a> {
                         // `movswl` 2.00), not zero-extending ones (`movzbl`,
                         // `movzwl` 7.00); through the same address registers
                         // as on Zen 4.
+                        //
+                        // The low part of a wider store too (`mov
+                        // %rax,(%rbx); mov (%rbx),%eax` 0.50 cycles a copy,
+                        // `mov %eax,(%rbx); mov (%rbx),%ax` 1.00), not a
+                        // part further in (`mov 4(%rbx),%eax` 7.0).
                         "gpr" => {
                             same_registers
+                                && part != Part::Inside
                                 && !shapes[st].vector_mem
                                 && !sh.vector_mem
                                 && !sh.zero_extending_load
                         }
                         _ => false,
-                    };
+                    } && (part == Part::Whole || m.memory_renaming == "gpr");
                     renamed_load = renamed;
                     if renamed {
                         // Renamed: the load's value is the stored register's, no forwarding delay.
@@ -1247,8 +1287,12 @@ impl<'a> Graph<'a> {
                         // read-modify-write's load feeds its operation
                         // whole (`addb $1,8(%rbx)` 1.00).
                         latency = match m.memory_renaming.as_str() {
+                            // (The low half of a wider store merges
+                            // no partial register: `mov %eax,(%rbx); mov
+                            // (%rbx),%ax` 1.00.)
                             "gpr" if sh.store.is_none() => {
-                                (addr.size < 4) as u32 + sh.extending_load as u32
+                                (addr.size < 4 && part == Part::Whole) as u32
+                                    + sh.extending_load as u32
                             }
                             _ => 0,
                         };
