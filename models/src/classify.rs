@@ -1524,6 +1524,29 @@ pub fn sse_transitions(shapes: &[Shape]) -> Vec<bool> {
         .collect()
 }
 
+/// Per instruction of a repeated block: a legacy SSE instruction writing
+/// an xmm register while the upper halves are dirty — the last
+/// instruction before it (the block repeating) that dirtied or cleared
+/// them wrote a ymm or zmm register with a VEX or EVEX encoding, not
+/// `vzeroupper` (other SSE instructions between leave them dirty: Zen 5
+/// merges each). Empty where no instruction dirties them.
+pub fn sse_upper_merges(shapes: &[Shape]) -> Vec<bool> {
+    let n = shapes.len();
+    let has = |u: UpperState| shapes.iter().any(|sh| sh.upper == u);
+    if !has(UpperState::LegacySse) || !has(UpperState::Dirties) {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|s| {
+            shapes[s].upper == UpperState::LegacySse
+                && (1..=n)
+                    .map(|k| shapes[(s + n - k) % n].upper)
+                    .find(|u| matches!(u, UpperState::Dirties | UpperState::Clears))
+                    == Some(UpperState::Dirties)
+        })
+        .collect()
+}
+
 /// An 8- or 32-bit immediate operand (as a 32- or 64-bit ALU operation
 /// takes one).
 fn is_immediate(kind: OpKind) -> bool {

@@ -339,6 +339,16 @@ pub struct Machine {
     /// with `vzeroupper` between 2.00, with two `addps` 391.67.
     #[serde(default)]
     pub sse_avx_transition: u32,
+    /// Cycles a legacy SSE instruction writing an xmm register takes to
+    /// merge its result into the old register's upper half, which it then
+    /// waits for, when the upper halves are dirty (as
+    /// [`Machine::sse_avx_transition`] finds them; 0: no merge). Zen 5,
+    /// measured (session 65): with a `vinserti128` to ymm4 in the block,
+    /// `movdqa (%r11),%xmm5; vpaddd %xmm5,%xmm5,%xmm5` 4.0 cycles a copy
+    /// (0.50 without it), `movaps`, `pxor %xmm5,%xmm5`, `movq %rax,%xmm5`
+    /// the same.
+    #[serde(default)]
+    pub sse_upper_merge: u32,
     pub mispredict_penalty: u32,
     /// Cycles of timer samples a mispredict leaves at the branch's target
     /// (the refetch: what the analyzer counts mispredicts by; 0: the

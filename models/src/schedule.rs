@@ -2096,6 +2096,27 @@ mod tests {
     }
 
     #[test]
+    fn zen5_vector_loads_stores_and_dirty_upper_halves() {
+        // Measured on a Zen 5 host (session 65, models/examples/measure.rs).
+        // Two vector loads a cycle: four vmovdqa 2.0 cycles a copy.
+        let four = "c4 c1 79 6f 2b c4 c1 79 6f 34 24 c4 c1 79 6f 7d 00 c4 41 79 6f 06";
+        assert_eq!(cpi(four, "zen5"), 2.0);
+        // A legacy SSE write merges into a dirty upper half: with a
+        // vinserti128 in the block `movdqa (%r11),%xmm5; vpaddd` 4.0 a
+        // copy, 0.50 without it.
+        let merged = "c4 e3 5d 38 e0 01 66 41 0f 6f 2b c5 d1 fe ed";
+        assert_eq!(cpi(merged, "zen5"), 4.0);
+        assert!(cpi("66 41 0f 6f 2b c5 d1 fe ed", "zen5") <= 0.5);
+        // A load inside a wider store is forwarded from it: `mov
+        // %rax,(%rbx); mov 4(%rbx),%eax` 7.0, `vmovups %xmm0,(%rbx); vmovq
+        // 8(%rbx),%xmm0` 9.0.
+        assert_eq!(cpi("48 89 03 8b 43 04", "zen5"), 7.0);
+        assert_eq!(cpi("c5 f8 11 03 c5 fa 7e 43 08", "zen5"), 9.0);
+        // Stores across a 64-byte line: a cycle each (0.5 inside one).
+        assert_eq!(cpi("0f 11 43 3c 0f 11 43 3c", "zen5"), 2.0);
+    }
+
+    #[test]
     fn zen5_swaps_registers_at_rename() {
         // Measured on a Zen 5 host (session 64, models/examples/measure.rs):
         // `xchg %rax,%rbx; add %rbx,%rax` twice 2.00 cycles a copy (the

@@ -213,6 +213,9 @@ pub(crate) struct Dyn {
 
 /// What each static instruction costs, looked up once.
 struct StaticCost<'a> {
+    /// A legacy SSE write merged into a dirty upper half
+    /// ([`Machine::sse_upper_merge`]).
+    upper_merge: bool,
     /// Its class's cost, and its load's (`load` or `vec_load`).
     class: &'a ClassCost,
     load_class: &'a ClassCost,
@@ -271,6 +274,11 @@ enum StackRole {
 const RSP: Reg = iced_x86::Register::RSP as Reg;
 
 /// A general register as the shapes name them (full width).
+/// A vector register, as the tracker names them (zmm0-zmm31).
+fn is_vector(r: Reg) -> bool {
+    (iced_x86::Register::ZMM0 as Reg..=iced_x86::Register::ZMM31 as Reg).contains(&r)
+}
+
 fn is_gpr(r: Reg) -> bool {
     (iced_x86::Register::RAX as Reg..=iced_x86::Register::R15 as Reg).contains(&r)
 }
@@ -557,6 +565,11 @@ impl<'a> Graph<'a> {
             Vec::new()
         };
         let transition = |s: usize| transitions.get(s).copied().unwrap_or(false);
+        let merges = if m.sse_upper_merge > 0 {
+            crate::classify::sse_upper_merges(shapes)
+        } else {
+            Vec::new()
+        };
         let mut syncs = m.stack_sync_uop.then(|| StackSyncs::new(shapes));
         let costs: Vec<StaticCost> = (0..n)
             .map(|s| {
@@ -565,6 +578,7 @@ impl<'a> Graph<'a> {
                 let (cost, _) = class_of(class);
                 let (load_cost, load_ports) = class_of(if sh.vector_mem { VEC_LOAD } else { LOAD });
                 StaticCost {
+                    upper_merge: merges.get(s).copied().unwrap_or(false),
                     issue_units: cost.issue_eighths(),
                     class: cost,
                     load_class: load_cost,
@@ -1059,6 +1073,36 @@ impl<'a> Graph<'a> {
         self.push_dep(transfer, DepWhy::Reg(late));
     }
 
+    /// The vector register a legacy SSE instruction writes and its
+    /// producer before it ([`NONE`]: none in the block yet); `None` where
+    /// it reads that register too (its operation waits for it already and
+    /// merges with no cycle more: Zen 5, measured, `movdqa (%r11),%xmm5;
+    /// paddd %xmm6,%xmm5; vpaddd %xmm5,%xmm5,%xmm5` 6.0 cycles a copy with
+    /// the upper halves dirty, the `movdqa`'s merge alone) but for a zero
+    /// idiom (`pxor %xmm5,%xmm5` merges).
+    #[cold]
+    fn old_vector_destination(&self, sh: &Shape) -> Option<(Reg, u32)> {
+        let w = sh.writes.iter().copied().find(|&r| is_vector(r))?;
+        (sh.zero_idiom || !sh.reads.contains(&w)).then(|| (w, self.producer(w)))
+    }
+
+    /// The merge of register `w`'s new low half into its old upper half
+    /// ([`Machine::sse_upper_merge`]): a µop on no port after both, the
+    /// register's producer from now on.
+    #[cold]
+    #[inline(never)]
+    fn merge_upper(&mut self, insn: u32, w: Reg, old: u32) {
+        let new = self.producer(w);
+        let from = self.deps.len() as u32;
+        for p in [old, new] {
+            if p != NONE {
+                self.push_dep(p, DepWhy::Reg(w));
+            }
+        }
+        let u = self.push_uop(insn, self.no_ports, self.m.sse_upper_merge, 0, from);
+        self.set_producer(w, u, u);
+    }
+
     /// A false dependency: the µop waits for the old value of the
     /// register it writes ([`ClassCost::reads_destination`]).
     #[cold]
@@ -1480,6 +1524,12 @@ impl<'a> Graph<'a> {
                 // copy, `sub %eax,%eax; sete %bl` 1.00 (Sapphire Rapids).
                 self.flags_logical = sh.logical_flags;
             }
+            // The register a merge into a dirty upper half waits for.
+            let merged_into = if self.costs[s].upper_merge {
+                self.old_vector_destination(sh)
+            } else {
+                None
+            };
             // Results: the execution µop, else the load; eliminated moves alias the source.
             let writes: &[Reg] = if eliminated && crate::machine::is_swap_class(sh.class_id) {
                 self.swap_producers(sh);
@@ -1516,6 +1566,9 @@ impl<'a> Graph<'a> {
                 } else if let Some(l) = load_uop {
                     self.set_producer(w, l, load_key);
                 }
+            }
+            if let Some((w, old)) = merged_into {
+                self.merge_upper(id, w, old);
             }
             if self.costs[s].folded_flags {
                 // A folded add's flags, where something reads them, are
