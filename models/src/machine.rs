@@ -300,6 +300,12 @@ pub struct Machine {
     /// to another line 2.99.
     #[serde(default)]
     pub split_store_commit: u32,
+    /// Stores of a whole 64-byte line (zmm) commit alone in their cycle,
+    /// as a line-splitting store does (for [`Machine::split_store_commit`]
+    /// cycles). Zen 5, measured (session 65): four `vmovups %zmm2` to four
+    /// lines 4.0 cycles a copy (ymm 2.0), a zmm store and a general one 2.0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub line_store_commits_alone: bool,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     /// Stores committed per cycle at most, to one line (0: no limit).

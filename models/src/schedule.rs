@@ -2112,8 +2112,10 @@ mod tests {
         // 8(%rbx),%xmm0` 9.0.
         assert_eq!(cpi("48 89 03 8b 43 04", "zen5"), 7.0);
         assert_eq!(cpi("c5 f8 11 03 c5 fa 7e 43 08", "zen5"), 9.0);
-        // Stores across a 64-byte line: a cycle each (0.5 inside one).
+        // Stores across a 64-byte line: a cycle each (0.5 inside one); a
+        // zmm store and a general one 2.0.
         assert_eq!(cpi("0f 11 43 3c 0f 11 43 3c", "zen5"), 2.0);
+        assert_eq!(cpi("62 f1 7c 48 11 16 48 89 86 00 01 00 00", "zen5"), 2.0);
     }
 
     #[test]

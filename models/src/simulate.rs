@@ -2861,7 +2861,9 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             {
                 let line = (addr.base, addr.index, addr.disp as i64 >> 6);
                 let new_group = retire.last_store_line != Some(line);
-                let split = m.split_store_commit > 0 && splits_line(&addr) && !sh.stack_op;
+                let split = m.split_store_commit > 0
+                    && (splits_line(&addr) || m.line_store_commits_alone && addr.size >= 64)
+                    && !sh.stack_op;
                 if retire.cycle < retire.commit_free_at
                     || (retire.commits >= m.store_commit && new_group)
                     || (m.store_commit_max > 0 && retire.commits >= m.store_commit_max)
