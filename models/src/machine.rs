@@ -607,6 +607,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec_extract_gpr", "vec_to_gpr"),
     ("cvt_widen", "cvt"),
     ("cvt_narrow", "cvt"),
+    ("vec_mpsad", "vec_sad"),
 ];
 
 /// Bundled descriptions: (name, TOML text).
