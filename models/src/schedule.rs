@@ -656,6 +656,13 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 machine.sse_avx_transition
             ));
         }
+        if let Some(w) = g.upper_merge(s) {
+            notes.push(format!(
+                "legacy SSE write with the upper halves dirty (a 256-bit AVX instruction before it, no vzeroupper): waits for the old {} and merges into it, {} cycles more (the VEX form or a vzeroupper avoids it)",
+                reg_name(w, d.intel),
+                machine.sse_upper_merge
+            ));
+        }
         if sh.high_half != crate::classify::NO_REG && machine.has_class("mul_wide_high") {
             let r = sh.high_half;
             let high = machine.class("mul_wide_high");
@@ -2106,6 +2113,15 @@ mod tests {
         // copy, 0.50 without it.
         let merged = "c4 e3 5d 38 e0 01 66 41 0f 6f 2b c5 d1 fe ed";
         assert_eq!(cpi(merged, "zen5"), 4.0);
+        let a = run(merged, "zen5", RepeatMode::Unrolled);
+        assert!(
+            a.insns[1]
+                .notes
+                .iter()
+                .any(|n| n.contains("upper halves dirty")),
+            "{:?}",
+            a.insns[1].notes
+        );
         assert!(cpi("66 41 0f 6f 2b c5 d1 fe ed", "zen5") <= 0.5);
         // A load inside a wider store is forwarded from it: `mov
         // %rax,(%rbx); mov 4(%rbx),%eax` 7.0, `vmovups %xmm0,(%rbx); vmovq

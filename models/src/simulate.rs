@@ -717,6 +717,17 @@ impl<'a> Graph<'a> {
         self.costs[s].transition
     }
 
+    /// The vector register static instruction `s` merges into a dirty
+    /// upper half ([`Machine::sse_upper_merge`]), if it does.
+    pub fn upper_merge(&self, s: usize) -> Option<Reg> {
+        if !self.costs[s].upper_merge {
+            return None;
+        }
+        let sh = &self.shapes[s];
+        let w = sh.writes.iter().copied().find(|&r| is_vector(r))?;
+        (sh.zero_idiom || !sh.reads.contains(&w)).then_some(w)
+    }
+
     /// The cost of static instruction `s`'s class.
     pub fn class_cost(&self, s: usize) -> &'a ClassCost {
         self.costs[s].class
@@ -1081,9 +1092,9 @@ impl<'a> Graph<'a> {
     /// the upper halves dirty, the `movdqa`'s merge alone) but for a zero
     /// idiom (`pxor %xmm5,%xmm5` merges).
     #[cold]
-    fn old_vector_destination(&self, sh: &Shape) -> Option<(Reg, u32)> {
-        let w = sh.writes.iter().copied().find(|&r| is_vector(r))?;
-        (sh.zero_idiom || !sh.reads.contains(&w)).then(|| (w, self.producer(w)))
+    fn old_vector_destination(&self, s: usize) -> Option<(Reg, u32)> {
+        let w = self.upper_merge(s)?;
+        Some((w, self.producer(w)))
     }
 
     /// The merge of register `w`'s new low half into its old upper half
@@ -1526,7 +1537,7 @@ impl<'a> Graph<'a> {
             }
             // The register a merge into a dirty upper half waits for.
             let merged_into = if self.costs[s].upper_merge {
-                self.old_vector_destination(sh)
+                self.old_vector_destination(s)
             } else {
                 None
             };
