@@ -1126,7 +1126,7 @@ pub fn stall_mark(s: &Stall) -> char {
         Stall::StoreForward { .. } | Stall::StoreForwardFailed { .. } => 'm',
         Stall::PortContention { .. } => 'p',
         Stall::UnitBusy { .. } => 'u',
-        Stall::DispatchWidth => 'w',
+        Stall::DispatchWidth | Stall::VectorDispatch { .. } => 'w',
         Stall::RobFull | Stall::SchedulerFull { .. } => 'r',
         Stall::FrontEnd { .. }
         | Stall::TakenBranch { .. }

@@ -132,6 +132,11 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "dispatch width".into(),
             "the front end dispatched its limit that cycle".into(),
         ),
+        Stall::VectorDispatch { per_cycle } => (
+            "width".into(),
+            "vector dispatch width".into(),
+            format!("{per_cycle} slots a cycle for instructions on vector registers used up"),
+        ),
         Stall::RobFull => (
             "rob".into(),
             "reorder buffer full".into(),

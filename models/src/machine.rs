@@ -57,6 +57,12 @@ pub struct ClassCost {
     /// vmulps` and `vaddps; vmaxps` 5, 6 and 5 a pair (3 + their own).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub other_class_latency: u32,
+    /// Slots of [`Machine::fp_dispatch_width`] it takes where it touches
+    /// the vector registers (0: one). Zen 5's compares into the integer
+    /// flags take two (measured, session 65: `pxor; pxor; comisd` 0.67
+    /// cycles a copy, `pxor; pxor; vpaddd` 0.50).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fp_dispatch_slots: u32,
     pub source: String,
 }
 
@@ -306,6 +312,13 @@ pub struct Machine {
     /// lines 4.0 cycles a copy (ymm 2.0), a zmm store and a general one 2.0.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub line_store_commits_alone: bool,
+    /// Instructions touching the vector registers dispatched a cycle at
+    /// most (each [`ClassCost::fp_dispatch_slots`]; zero idioms and
+    /// eliminated moves too), beside [`Machine::dispatch_width`] (0: no
+    /// limit of their own). Zen 5, measured (session 65): four `pxor`
+    /// zero idioms 0.67 cycles a copy, six 1.00.
+    #[serde(default)]
+    pub fp_dispatch_width: u32,
     /// Stores committed to L1 per cycle when they write different cache lines.
     pub store_commit: u32,
     /// Stores committed per cycle at most, to one line (0: no limit).

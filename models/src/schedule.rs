@@ -58,6 +58,9 @@ pub enum Stall {
     UnitBusy { unit: String },
     /// The front end could not dispatch it earlier: width used up.
     DispatchWidth,
+    /// The cycle's dispatch slots for instructions on the vector
+    /// registers were used up ([`Machine::fp_dispatch_width`]).
+    VectorDispatch { per_cycle: u32 },
     /// Dispatch waited for a free ROB entry.
     RobFull,
     /// Dispatch waited for a free entry of the ALU scheduler, `entries`
@@ -451,6 +454,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                 Some(DispatchStall::DenseCode) => count(Why::Dispatch(5)),
                 Some(DispatchStall::OpCache) => count(Why::Dispatch(6)),
                 Some(DispatchStall::SchedulerFull) => count(Why::Dispatch(7)),
+                Some(DispatchStall::FpWidth) => count(Why::Dispatch(8)),
                 None => {}
             }
             match dy.retire_stall {
@@ -561,6 +565,9 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     },
                     Why::Dispatch(7) => Stall::SchedulerFull {
                         entries: machine.alu_scheduler_entries,
+                    },
+                    Why::Dispatch(8) => Stall::VectorDispatch {
+                        per_cycle: machine.fp_dispatch_width,
                     },
                     Why::Dispatch(_) => Stall::FrontEnd {
                         bytes_per_cycle: machine.decode_bytes.max(16),
@@ -2132,6 +2139,13 @@ mod tests {
         // zmm store and a general one 2.0.
         assert_eq!(cpi("0f 11 43 3c 0f 11 43 3c", "zen5"), 2.0);
         assert_eq!(cpi("62 f1 7c 48 11 16 48 89 86 00 01 00 00", "zen5"), 2.0);
+        // Six instructions on vector registers a cycle, zero idioms too; a
+        // compare into the flags takes two of them: six `pxor` zero idioms
+        // 1.00, `pxor; pxor; comisd` 0.67.
+        let six = "66 0f ef db 66 0f ef ed 66 0f ef f6 66 0f ef ff 66 45 0f ef c0 66 45 0f ef c9";
+        assert_eq!(cpi(six, "zen5"), 1.0);
+        let comisd = cpi("66 0f ef db 66 0f ef ed 66 0f 2f cc", "zen5");
+        assert!((comisd - 2.0 / 3.0).abs() < 0.01, "{comisd}");
     }
 
     #[test]

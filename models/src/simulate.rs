@@ -173,6 +173,9 @@ pub(crate) enum DispatchStall {
     OpCache,
     /// The ALU scheduler was full ([`Machine::alu_scheduler_entries`]).
     SchedulerFull,
+    /// The cycle's vector-register dispatch slots were used up
+    /// ([`Machine::fp_dispatch_width`]).
+    FpWidth,
 }
 
 /// Why retirement held an instruction after it was done (and the older
@@ -213,6 +216,9 @@ pub(crate) struct Dyn {
 
 /// What each static instruction costs, looked up once.
 struct StaticCost<'a> {
+    /// Slots of [`Machine::fp_dispatch_width`] it takes (0: none, it
+    /// touches no vector register or the machine has no such limit).
+    fp_slots: u8,
     /// A legacy SSE write merged into a dirty upper half
     /// ([`Machine::sse_upper_merge`]).
     upper_merge: bool,
@@ -277,6 +283,17 @@ const RSP: Reg = iced_x86::Register::RSP as Reg;
 /// A vector register, as the tracker names them (zmm0-zmm31).
 fn is_vector(r: Reg) -> bool {
     (iced_x86::Register::ZMM0 as Reg..=iced_x86::Register::ZMM31 as Reg).contains(&r)
+}
+
+/// Whether an instruction reads or writes a vector register or memory
+/// through one ([`Machine::fp_dispatch_width`]).
+fn touches_vectors(sh: &Shape) -> bool {
+    sh.vector_mem
+        || sh
+            .reads
+            .iter()
+            .chain(sh.writes.iter())
+            .any(|&r| is_vector(r))
 }
 
 fn is_gpr(r: Reg) -> bool {
@@ -578,6 +595,11 @@ impl<'a> Graph<'a> {
                 let (cost, _) = class_of(class);
                 let (load_cost, load_ports) = class_of(if sh.vector_mem { VEC_LOAD } else { LOAD });
                 StaticCost {
+                    fp_slots: if m.fp_dispatch_width > 0 && touches_vectors(sh) {
+                        cost.fp_dispatch_slots.clamp(1, 255) as u8
+                    } else {
+                        0
+                    },
                     upper_merge: merges.get(s).copied().unwrap_or(false),
                     issue_units: cost.issue_eighths(),
                     class: cost,
@@ -2239,6 +2261,9 @@ pub(crate) struct SimResult<'a> {
 struct DispatchState {
     cycle: u64,
     slots: u32,
+    /// Of them, [`Machine::fp_dispatch_width`]'s (beyond the width: the
+    /// next cycle's, as a compare's second slot spills over).
+    fp: u32,
     bytes: u32,
     /// Bytes of the last cycle's instructions beyond its window, fetched
     /// in this cycle's.
@@ -2247,8 +2272,9 @@ struct DispatchState {
 }
 
 impl DispatchState {
-    fn next_cycle(&mut self, width: u32, window: u32) {
+    fn next_cycle(&mut self, width: u32, window: u32, fp_width: u32) {
         self.cycle += 1;
+        self.fp = self.fp.saturating_sub(fp_width);
         self.slots = self.owed.min(width);
         self.owed -= self.slots;
         self.carry = match window {
@@ -2547,6 +2573,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         m.decode_bytes.max(16),
     );
     let (dense_width, dense_bytes) = (dense_dispatch_width(m, shapes), m.dense_dispatch_bytes);
+    let fp_width = m.fp_dispatch_width;
     let straddle = m.decode_bytes_straddle;
     // The window whose overflow a cycle carries into the next (0: none).
     let carried_window = if straddle { bytes_pc } else { 0 };
@@ -2598,6 +2625,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
     let mut dispatch = DispatchState {
         cycle: 0,
         slots: 0,
+        fp: 0,
         bytes: 0,
         carry: 0,
         owed: 0,
@@ -2748,12 +2776,17 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         let (d_slots, d_bytes) = (g.dyns[i].slots, g.dyns[i].bytes);
         let first_in_cycle = any_group_start && g.costs[g.dyns[i].stat as usize].class.starts_group;
         let stat = g.dyns[i].stat as usize;
+        let d_fp = if fp_width > 0 {
+            g.costs[stat].fp_slots as u32
+        } else {
+            0
+        };
         let fetched = fetch.fetch(stat, &shapes[stat]);
         while dispatch.cycle < fetched {
             // Fetched after a taken branch or from a later line, in a
             // later cycle.
             g.dyns[i].dispatch_stall.get_or_insert(fetch.why);
-            dispatch.next_cycle(width, carried_window);
+            dispatch.next_cycle(width, carried_window, fp_width);
         }
         let slot;
         loop {
@@ -2775,6 +2808,9 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                 || (first_in_cycle && dispatch.slots > 0)
             {
                 DispatchStall::Width
+            } else if d_fp > 0 && dispatch.fp >= fp_width {
+                // (Its slots beyond the width spill into the next cycle.)
+                DispatchStall::FpWidth
             } else if window_used(&dispatch, d_bytes) {
                 DispatchStall::FrontEnd
             } else if dense_width > 0
@@ -2788,6 +2824,9 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                 DispatchStall::DenseCode
             } else {
                 slot = dispatch.slots;
+                if d_fp > 0 {
+                    dispatch.fp += d_fp;
+                }
                 if alone {
                     dispatch.owed = d_slots - width;
                     dispatch.slots = width;
@@ -2801,15 +2840,17 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             if stall == DispatchStall::SchedulerFull && dispatch.owed == 0 {
                 dispatch.cycle = scheduler_free_at;
                 dispatch.slots = 0;
+                dispatch.fp = 0;
                 dispatch.bytes = 0;
                 dispatch.carry = 0;
             } else if stall == DispatchStall::RobFull && dispatch.owed == 0 {
                 dispatch.cycle = rob_free_at;
                 dispatch.slots = 0;
+                dispatch.fp = 0;
                 dispatch.bytes = 0;
                 dispatch.carry = 0;
             } else {
-                dispatch.next_cycle(width, carried_window);
+                dispatch.next_cycle(width, carried_window, fp_width);
             }
         }
         let dc = dispatch.cycle;

@@ -25,6 +25,7 @@ fn stall_text(s: &Stall) -> String {
         Stall::PortContention { ports } => format!("ports busy ({})", ports.join(",")),
         Stall::UnitBusy { unit } => format!("unit busy ({unit})"),
         Stall::DispatchWidth => "dispatch width".into(),
+        Stall::VectorDispatch { per_cycle } => format!("vector dispatch width ({per_cycle}/cycle)"),
         Stall::RobFull => "ROB full".into(),
         Stall::SchedulerFull { entries } => format!("ALU scheduler full ({entries} µops waiting)"),
         Stall::FrontEnd { bytes_per_cycle } => format!("front end ({bytes_per_cycle} B/cycle)"),
