@@ -2067,6 +2067,10 @@ mod tests {
         assert_eq!(cpi("c5 f9 6e c0 c5 f9 d7 c0", "zen5"), 7.0);
         assert_eq!(cpi("c5 f9 6e c0 c4 e2 79 17 c0 19 c0", "zen5"), 10.0);
         assert_eq!(cpi("c5 f9 6e c0 c5 f8 2e c0 19 c0", "zen5"), 10.0);
+        // vmovd out runs beside the FP pipes' work, not on them: two
+        // vaddps and two `vmovd %xmm7,%eax` 1.00 a copy (2.00 before).
+        let beside = "c5 e8 58 d9 c5 e8 58 e1 c5 f9 7e f8 c5 f9 7e f9";
+        assert_eq!(cpi(beside, "zen5"), 1.0);
     }
 
     #[test]
