@@ -59,6 +59,7 @@ pub const CLASSES: &[&str] = &[
     "vec512_alu",
     "vec512_fp",
     "load_forwarded",
+    "vec_store_data",
     "mul_wide_high",
     "bswap",
     "bswap64",
@@ -149,7 +150,12 @@ pub const CLASSES: &[&str] = &[
 ];
 
 /// Classes a description may leave out (the model then does without).
-pub const OPTIONAL_CLASSES: &[&str] = &["load_forwarded", "load_forwarded_each", "mul_wide_high"];
+pub const OPTIONAL_CLASSES: &[&str] = &[
+    "load_forwarded",
+    "load_forwarded_each",
+    "mul_wide_high",
+    "vec_store_data",
+];
 
 /// A register as the dependency tracker sees it (full width; FLAGS = 1000).
 pub type Reg = u16;

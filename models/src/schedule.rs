@@ -2071,6 +2071,10 @@ mod tests {
         // vaddps and two `vmovd %xmm7,%eax` 1.00 a copy (2.00 before).
         let beside = "c5 e8 58 d9 c5 e8 58 e1 c5 f9 7e f8 c5 f9 7e f9";
         assert_eq!(cpi(beside, "zen5"), 1.0);
+        // Vector stores take those pipes too: two vmovd and two vmovdqa
+        // stores 2.0 (two general stores 1.0).
+        let stores = "c5 f9 7e f8 c5 f9 7e f9 c5 f9 7f 0f c5 f9 7f 4f 40";
+        assert_eq!(cpi(stores, "zen5"), 2.0);
     }
 
     #[test]

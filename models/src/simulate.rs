@@ -408,6 +408,10 @@ pub(crate) struct Graph<'a> {
     /// description has it).
     mul_high: Option<(u16, u32)>,
     store_data_ports: u16,
+    /// Ports a vector store also takes a slot of, beside its store-data
+    /// µop's, where the description names them (class `vec_store_data`:
+    /// Zen 5's FP store and transfer pipes).
+    vec_store_data_ports: Option<u16>,
     /// The store-data µop's latency: from its data to the store being done
     /// (retirement waits for it; forwarding counts from its issue).
     store_data_latency: u32,
@@ -655,6 +659,10 @@ impl<'a> Graph<'a> {
             .collect();
         let (store_addr_class, store_addr_ports) = class_of(STORE_ADDR);
         let (store_data_class, store_data_ports) = class_of(STORE_DATA);
+        const VEC_STORE_DATA: usize = class_id("vec_store_data");
+        let vec_store_data_ports = m
+            .names_class(VEC_STORE_DATA)
+            .then(|| class_of(VEC_STORE_DATA).1);
         // Where the description says so, a load that gets its value from a
         // store in flight (forwarded or renamed) runs on its own ports.
         const LOAD_FORWARDED: usize = class_id("load_forwarded");
@@ -695,6 +703,7 @@ impl<'a> Graph<'a> {
             store_addr_class,
             store_addr_ports,
             store_data_ports,
+            vec_store_data_ports,
             store_data_latency: store_data_class.latency,
             forwarded_load_ports,
             forwarded_each_ports,
@@ -1532,6 +1541,12 @@ impl<'a> Graph<'a> {
                     None => self.push_reg_deps(&sh.reads),
                 }
                 let data = self.push_uop(id, store_data_ports, self.store_data_latency, 1, from);
+                if let (Some(ports), true) = (self.vec_store_data_ports, sh.vector_mem) {
+                    // The vector data's way out of the FP registers: a
+                    // slot of those ports too, beside the store's own.
+                    let from = self.deps.len() as u32;
+                    self.push_uop(id, ports, 0, 1, from);
+                }
                 let data_key = match (exec_uop, sh.reads.first()) {
                     (Some(e), _) => e,
                     (None, Some(&r)) => self.key(r),
