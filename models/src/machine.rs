@@ -63,6 +63,13 @@ pub struct ClassCost {
     /// cycles a copy, `pxor; pxor; vpaddd` 0.50).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fp_dispatch_slots: u32,
+    /// Besides its ports, it takes a slot of the FP store and transfer
+    /// pipes (class `vec_store_data`'s ports, where the description has
+    /// it): Zen 5's vptest, comisd, vpextrd and cvttsd2si, measured
+    /// (session 65): two of each beside two `vmovd %xmm7,%eax` 2.0 cycles
+    /// a copy, beside four vpaddd 1.5 (an FP pipe each too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub transfer_slot: bool,
     pub source: String,
 }
 

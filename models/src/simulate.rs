@@ -1115,6 +1115,15 @@ impl<'a> Graph<'a> {
         self.push_dep(transfer, DepWhy::Reg(late));
     }
 
+    /// A slot of the FP store and transfer pipes (`ports`) that
+    /// instruction `insn` takes beside its own µops: a µop of no inputs
+    /// and no latency ([`ClassCost::transfer_slot`], vector stores).
+    #[cold]
+    fn take_transfer_slot(&mut self, insn: u32, ports: u16) {
+        let from = self.deps.len() as u32;
+        self.push_uop(insn, ports, 0, 1, from);
+    }
+
     /// The vector register a legacy SSE instruction writes and its
     /// producer before it ([`NONE`]: none in the block yet); `None` where
     /// it reads that register too (its operation waits for it already and
@@ -1506,6 +1515,11 @@ impl<'a> Graph<'a> {
                 };
                 let e = self.push_uop(id, exec_ports, latency, occupancy, from);
                 exec_uop = Some(e);
+                if let (Some(ports), true) =
+                    (self.vec_store_data_ports, self.costs[s].class.transfer_slot)
+                {
+                    self.take_transfer_slot(id, ports);
+                }
                 match (self.mul_high, sh.high_half) {
                     (Some((ports, high)), r) if r != NO_REG => {
                         let from = self.deps.len() as u32;
@@ -1544,8 +1558,7 @@ impl<'a> Graph<'a> {
                 if let (Some(ports), true) = (self.vec_store_data_ports, sh.vector_mem) {
                     // The vector data's way out of the FP registers: a
                     // slot of those ports too, beside the store's own.
-                    let from = self.deps.len() as u32;
-                    self.push_uop(id, ports, 0, 1, from);
+                    self.take_transfer_slot(id, ports);
                 }
                 let data_key = match (exec_uop, sh.reads.first()) {
                     (Some(e), _) => e,
