@@ -1517,9 +1517,27 @@ fn wide_operation(i: &Instruction, writes_wide: bool) -> bool {
 /// Per instruction of a repeated block: a legacy SSE instruction that
 /// finds the vector registers' upper halves dirty — the last instruction
 /// before it (the block repeating) that touched them wrote a ymm or zmm
-/// register with a VEX or EVEX encoding, not `vzeroupper`.
+/// register with a VEX or EVEX encoding, not `vzeroupper` (Golden Cove's
+/// state transition: another SSE instruction between has paid it).
 /// Empty where no instruction makes one (most blocks).
 pub fn sse_transitions(shapes: &[Shape]) -> Vec<bool> {
+    legacy_sse_after_dirty(shapes, |u| u != UpperState::Untouched)
+}
+
+/// Per instruction of a repeated block: a legacy SSE instruction writing
+/// an xmm register while the upper halves are dirty — as
+/// [`sse_transitions`], but SSE instructions between leave them dirty
+/// (Zen 5 merges each). Empty where no instruction dirties them.
+pub fn sse_upper_merges(shapes: &[Shape]) -> Vec<bool> {
+    legacy_sse_after_dirty(shapes, |u| {
+        matches!(u, UpperState::Dirties | UpperState::Clears)
+    })
+}
+
+/// Per instruction: a legacy SSE instruction whose nearest instruction
+/// before it (cyclically) of the states `counts` takes dirtied the upper
+/// halves. Empty where the block has no SSE write or nothing dirties.
+fn legacy_sse_after_dirty(shapes: &[Shape], counts: impl Fn(UpperState) -> bool) -> Vec<bool> {
     let n = shapes.len();
     let has = |u: UpperState| shapes.iter().any(|sh| sh.upper == u);
     if !has(UpperState::LegacySse) || !has(UpperState::Dirties) {
@@ -1530,30 +1548,7 @@ pub fn sse_transitions(shapes: &[Shape]) -> Vec<bool> {
             shapes[s].upper == UpperState::LegacySse
                 && (1..n)
                     .map(|k| shapes[(s + n - k) % n].upper)
-                    .find(|u| *u != UpperState::Untouched)
-                    == Some(UpperState::Dirties)
-        })
-        .collect()
-}
-
-/// Per instruction of a repeated block: a legacy SSE instruction writing
-/// an xmm register while the upper halves are dirty — the last
-/// instruction before it (the block repeating) that dirtied or cleared
-/// them wrote a ymm or zmm register with a VEX or EVEX encoding, not
-/// `vzeroupper` (other SSE instructions between leave them dirty: Zen 5
-/// merges each). Empty where no instruction dirties them.
-pub fn sse_upper_merges(shapes: &[Shape]) -> Vec<bool> {
-    let n = shapes.len();
-    let has = |u: UpperState| shapes.iter().any(|sh| sh.upper == u);
-    if !has(UpperState::LegacySse) || !has(UpperState::Dirties) {
-        return Vec::new();
-    }
-    (0..n)
-        .map(|s| {
-            shapes[s].upper == UpperState::LegacySse
-                && (1..=n)
-                    .map(|k| shapes[(s + n - k) % n].upper)
-                    .find(|u| matches!(u, UpperState::Dirties | UpperState::Clears))
+                    .find(|&u| counts(u))
                     == Some(UpperState::Dirties)
         })
         .collect()
