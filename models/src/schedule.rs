@@ -208,6 +208,17 @@ pub struct Simulation {
     pub fixed: bool,
 }
 
+/// A vector register as instruction `i` names it (`%xmm0` where the
+/// tracker, which follows whole registers, says `%zmm0`); other
+/// registers, and vector ones `i` does not name, as [`reg_name`] does.
+fn vector_reg_as_named(r: Reg, i: &iced_x86::Instruction, intel: bool) -> String {
+    let named = (0..i.op_count())
+        .filter(|&k| i.op_kind(k) == iced_x86::OpKind::Register)
+        .map(|k| i.op_register(k))
+        .find(|x| (x.is_xmm() || x.is_ymm() || x.is_zmm()) && x.full_register() as Reg == r);
+    reg_name(named.map_or(r, |x| x as Reg), intel)
+}
+
 /// A register as the block's text writes it: `%rbx` in AT&T syntax,
 /// `rbx` in Intel's.
 fn reg_name(r: Reg, intel: bool) -> String {
@@ -585,7 +596,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                         }) {
                             name
                         } else {
-                            reg_name(reg, block[producer].intel)
+                            vector_reg_as_named(reg, &block[producer].instr, block[producer].intel)
                         },
                         producer,
                         producer_text: block[producer].text.clone(),
@@ -666,7 +677,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         if let Some(w) = g.upper_merge(s) {
             notes.push(format!(
                 "legacy SSE write with the upper halves dirty (a 256-bit AVX instruction before it, no vzeroupper): waits for the old {} and merges into it, {} cycles more (the VEX form or a vzeroupper avoids it)",
-                reg_name(w, d.intel),
+                reg_name(w, d.intel).replace("zmm", "ymm"),
                 machine.sse_upper_merge
             ));
         }
@@ -1746,6 +1757,18 @@ mod tests {
         };
         assert_eq!(registers(false), ["%rax"]);
         assert_eq!(registers(true), ["rax"]);
+        // A vector register as the producer names it, not the whole
+        // register the tracker follows: vaddps %xmm0 then vmulps.
+        let a = run("c5 f8 58 c0 c5 f8 59 c0", "zen5", RepeatMode::Unrolled);
+        let named: Vec<&str> = a.insns[1]
+            .stalls
+            .iter()
+            .filter_map(|st| match st {
+                Stall::Dependency { register, .. } => Some(register.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(named, ["%xmm0"]);
     }
 
     #[test]
