@@ -2180,6 +2180,25 @@ mod tests {
     }
 
     #[test]
+    fn a_load_through_a_bumped_pointer_finds_the_store_through_the_old_one() {
+        // Measured on a Zen 5 host (session 65, models/examples/measure.rs):
+        // `vmovsd -8(%rdi),%xmm0; vaddsd %xmm1,%xmm0,%xmm0; vmovsd
+        // %xmm0,(%rdi); add $8,%rdi` 12.0 cycles a copy (a[i] = a[i-1] + x
+        // through memory; 1.0 modeled before: no dependency), `mov
+        // %rbp,%rdx; movd %esi,%xmm1; movdqa (%rdx),%xmm0; add $0x10,%rdx;
+        // psllw %xmm1,%xmm0; movaps %xmm0,-0x10(%rdx)` 11.0 (1.14 before).
+        let prefix = "c5 fb 10 47 f8 c5 fb 58 c1 c5 fb 11 07 48 83 c7 08";
+        assert!(cpi(prefix, "zen5") >= 10.0);
+        let reset = "48 89 ea 66 0f 6e ce 66 0f 6f 02 48 83 c2 10 66 0f f1 c1 0f 29 42 f0";
+        assert_eq!(cpi(reset, "zen5"), 11.0);
+        // The next element, not the one stored: no chain.
+        assert_eq!(
+            cpi("66 0f 6f 02 48 83 c2 10 66 0f f1 c1 0f 29 42 f0", "zen5"),
+            1.0
+        );
+    }
+
+    #[test]
     fn zen5_swaps_registers_at_rename() {
         // Measured on a Zen 5 host (session 64, models/examples/measure.rs):
         // `xchg %rax,%rbx; add %rbx,%rax` twice 2.00 cycles a copy (the

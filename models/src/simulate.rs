@@ -428,6 +428,12 @@ pub(crate) struct Graph<'a> {
     /// Some instruction of the block reaches other classes later than its
     /// own ([`ClassCost::other_class_latency`]).
     slow_to_others: bool,
+    /// Pointers made from pointers: (value key, the key it was made from,
+    /// the constant added), for `add $imm`, `lea disp(%reg)`, `inc`, `dec`
+    /// of 64-bit registers, the newest last (a bounded few), so a load
+    /// through the bumped pointer finds a store through the old one
+    /// ([`Graph::key_distance`]).
+    key_parents: Vec<(u32, u32, i64)>,
     pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,
     pub dyns: Vec<Dyn>,
@@ -737,6 +743,7 @@ impl<'a> Graph<'a> {
             flags_logical: false,
             stack_epoch: 0,
             slow_to_others,
+            key_parents: Vec::new(),
             written,
             head: arrays.head,
             scratch: arrays.scratch,
@@ -1115,6 +1122,81 @@ impl<'a> Graph<'a> {
         self.push_dep(transfer, DepWhy::Reg(late));
     }
 
+    /// Register `d` now holds the value keyed `parent` plus `k`
+    /// ([`Graph::key_parents`]).
+    fn note_key_parent(&mut self, d: Reg, parent: u32, k: i64) {
+        let key = self.key(d);
+        if key == parent || key == NONE || parent == NONE {
+            return;
+        }
+        if self.key_parents.len() >= 32 {
+            self.key_parents.remove(0);
+        }
+        self.key_parents.push((key, parent, k));
+    }
+
+    /// How far the value keyed `b` is from the value keyed `a` when both
+    /// are made from one pointer by constants ([`Graph::key_parents`],
+    /// a few steps back): value(b) − value(a).
+    fn key_distance(&self, a: u32, b: u32) -> Option<i64> {
+        const STEPS: usize = 8;
+        let ancestors = |mut x: u32| {
+            let mut out: smallvec::SmallVec<[(u32, i64); STEPS]> = smallvec::SmallVec::new();
+            let mut sum = 0i64;
+            out.push((x, 0));
+            for _ in 1..STEPS {
+                match self.key_parents.iter().rev().find(|e| e.0 == x) {
+                    Some(&(_, p, k)) => {
+                        sum += k;
+                        x = p;
+                        out.push((x, sum));
+                    }
+                    None => break,
+                }
+            }
+            out
+        };
+        let (from_a, from_b) = (ancestors(a), ancestors(b));
+        from_b
+            .iter()
+            .find_map(|&(x, cb)| from_a.iter().find(|e| e.0 == x).map(|&(_, ca)| cb - ca))
+    }
+
+    /// The newest store in flight holding all the bytes a load through a
+    /// pointer bumped from the store's reads (`mov (%rdi),...; add
+    /// $8,%rdi` then `-8(%rdi)`): its data µop, static index, data key and
+    /// which of its bytes. Base-only addresses.
+    #[cold]
+    #[inline(never)]
+    fn store_through_bumped_pointer(
+        &self,
+        addr: &MemAddr,
+        base_key: u32,
+    ) -> Option<(u32, usize, u32, bool, Part)> {
+        self.stores.iter().rev().find_map(|st| {
+            let sa = &st.addr;
+            if sa.index != iced_x86::Register::None
+                || st.prod[1..].iter().any(|&k| k != NONE)
+                || st.prod[0] == NONE
+            {
+                return None;
+            }
+            let d = self.key_distance(st.prod[0], base_key)?;
+            // The load's first byte from the store's.
+            let at = (addr.disp as i64)
+                .wrapping_add(d)
+                .wrapping_sub(sa.disp as i64);
+            (at >= 0 && at as usize + addr.size <= sa.size).then(|| {
+                let part = match (at, addr.size == sa.size) {
+                    (0, true) => Part::Whole,
+                    (0, false) => Part::Low,
+                    _ => Part::Inside,
+                };
+                (st.data, st.stat, st.data_key, false, part)
+            })
+        })
+    }
+
     /// A slot of the FP store and transfer pipes (`ports`) that
     /// instruction `insn` takes beside its own µops: a µop of no inputs
     /// and no latency ([`ClassCost::transfer_slot`], vector stores).
@@ -1273,6 +1355,13 @@ impl<'a> Graph<'a> {
                                 Part::Inside
                             };
                             (st.data, st.stat, st.data_key, same, part)
+                        })
+                        .or_else(|| {
+                            (sh.addr_reads.len() == 1
+                                && addr.index == iced_x86::Register::None
+                                && !self.key_parents.is_empty())
+                            .then(|| self.store_through_bumped_pointer(&addr, addr_prod[0]))
+                            .flatten()
                         })
                 } else {
                     None
@@ -1585,6 +1674,13 @@ impl<'a> Graph<'a> {
                 // copy, `sub %eax,%eax; sete %bl` 1.00 (Sapphire Rapids).
                 self.flags_logical = sh.logical_flags;
             }
+            // A pointer made from a pointer plus a constant: the source's
+            // value key before the write (the source may be the
+            // destination).
+            let made_from = sh
+                .offset_of
+                .filter(|_| sh.dest_size == 8)
+                .map(|(d, src, k)| (d, self.key(src), k));
             // The register a merge into a dirty upper half waits for.
             let merged_into = if self.costs[s].upper_merge {
                 self.old_vector_destination(s)
@@ -1630,6 +1726,9 @@ impl<'a> Graph<'a> {
             }
             if let Some((w, old)) = merged_into {
                 self.merge_upper(id, w, old);
+            }
+            if let Some((d, parent, k)) = made_from {
+                self.note_key_parent(d, parent, k);
             }
             if self.costs[s].folded_flags {
                 // A folded add's flags, where something reads them, are
