@@ -432,7 +432,7 @@ pub(crate) struct Graph<'a> {
     /// the constant added), for `add $imm`, `lea disp(%reg)`, `inc`, `dec`
     /// of 64-bit registers, the newest last (a bounded few), so a load
     /// through the bumped pointer finds a store through the old one
-    /// ([`Graph::key_distance`]).
+    /// ([`Graph::store_through_bumped_pointer`]).
     key_parents: Vec<(u32, u32, i64)>,
     pub port_sets: &'a [Vec<usize>],
     pub uops: Vec<Uop>,
@@ -1135,31 +1135,24 @@ impl<'a> Graph<'a> {
         self.key_parents.push((key, parent, k));
     }
 
-    /// How far the value keyed `b` is from the value keyed `a` when both
-    /// are made from one pointer by constants ([`Graph::key_parents`],
-    /// a few steps back): value(b) − value(a).
-    fn key_distance(&self, a: u32, b: u32) -> Option<i64> {
-        const STEPS: usize = 8;
-        let ancestors = |mut x: u32| {
-            let mut out: smallvec::SmallVec<[(u32, i64); STEPS]> = smallvec::SmallVec::new();
-            let mut sum = 0i64;
-            out.push((x, 0));
-            for _ in 1..STEPS {
-                match self.key_parents.iter().rev().find(|e| e.0 == x) {
-                    Some(&(_, p, k)) => {
-                        sum += k;
-                        x = p;
-                        out.push((x, sum));
-                    }
-                    None => break,
+    /// The keys value key `x` was made from, a few steps back
+    /// ([`Graph::key_parents`]), each with what was added since: (key,
+    /// value(x) − value(key)), `x` itself first.
+    fn key_ancestors(&self, mut x: u32) -> smallvec::SmallVec<[(u32, i64); 8]> {
+        let mut out = smallvec::SmallVec::new();
+        let mut sum = 0i64;
+        out.push((x, 0));
+        while out.len() < 8 {
+            match self.key_parents.iter().rev().find(|e| e.0 == x) {
+                Some(&(_, p, k)) => {
+                    sum += k;
+                    x = p;
+                    out.push((x, sum));
                 }
+                None => break,
             }
-            out
-        };
-        let (from_a, from_b) = (ancestors(a), ancestors(b));
-        from_b
-            .iter()
-            .find_map(|&(x, cb)| from_a.iter().find(|e| e.0 == x).map(|&(_, ca)| cb - ca))
+        }
+        out
     }
 
     /// The newest store in flight holding all the bytes a load through a
@@ -1173,6 +1166,7 @@ impl<'a> Graph<'a> {
         addr: &MemAddr,
         base_key: u32,
     ) -> Option<(u32, usize, u32, bool, Part)> {
+        let from_load = self.key_ancestors(base_key);
         self.stores.iter().rev().find_map(|st| {
             let sa = &st.addr;
             if sa.index != iced_x86::Register::None
@@ -1181,7 +1175,11 @@ impl<'a> Graph<'a> {
             {
                 return None;
             }
-            let d = self.key_distance(st.prod[0], base_key)?;
+            // value(load base) − value(store base), through a common key.
+            let d = self
+                .key_ancestors(st.prod[0])
+                .iter()
+                .find_map(|&(x, cs)| from_load.iter().find(|e| e.0 == x).map(|&(_, cl)| cl - cs))?;
             // The load's first byte from the store's.
             let at = (addr.disp as i64)
                 .wrapping_add(d)
