@@ -344,15 +344,20 @@ fn stack_role(sh: &Shape) -> StackRole {
     }
 }
 
-/// Whether a store to `store` holds every byte a load from `load` reads
-/// (the same registers and scale: the displacements and sizes say).
-fn holds(store: &MemAddr, load: &MemAddr) -> bool {
-    store == load
-        || (store.base == load.base && store.index == load.index && store.scale == load.scale && {
+/// Which bytes of a store to `store` a load from `load` reads, where it
+/// reads only the store's (the same registers and scale: the
+/// displacements and sizes say).
+fn held_part(store: &MemAddr, load: &MemAddr) -> Option<Part> {
+    (store.base == load.base && store.index == load.index && store.scale == load.scale)
+        .then(|| {
             // Displacements are two's complement (a negative one wraps).
-            let at = load.disp.wrapping_sub(store.disp) as i64;
-            at >= 0 && at as usize + load.size <= store.size
+            Part::of(
+                load.disp.wrapping_sub(store.disp) as i64,
+                load.size,
+                store.size,
+            )
         })
+        .flatten()
 }
 
 /// Which of a store's bytes a load forwarded from it reads.
@@ -364,6 +369,18 @@ enum Part {
     Low,
     /// Fewer, from a later one.
     Inside,
+}
+
+impl Part {
+    /// A load of `load` bytes `at` bytes into a store of `store` bytes:
+    /// `None` where it reads bytes the store does not hold.
+    fn of(at: i64, load: usize, store: usize) -> Option<Part> {
+        (at >= 0 && at as usize + load <= store).then_some(match (at, load == store) {
+            (0, true) => Part::Whole,
+            (0, false) => Part::Low,
+            _ => Part::Inside,
+        })
+    }
 }
 
 /// A store the next loads may read: address, value keys of its address
@@ -756,7 +773,12 @@ impl<'a> Graph<'a> {
     }
 
     /// The vector register static instruction `s` merges into a dirty
-    /// upper half ([`Machine::sse_upper_merge`]), if it does.
+    /// upper half ([`Machine::sse_upper_merge`]), if it does: not where it
+    /// reads that register too (its operation waits for it already and
+    /// merges with no cycle more: Zen 5, measured, `movdqa (%r11),%xmm5;
+    /// paddd %xmm6,%xmm5; vpaddd %xmm5,%xmm5,%xmm5` 6.0 cycles a copy with
+    /// the upper halves dirty, the `movdqa`'s merge alone), but for a zero
+    /// idiom (`pxor %xmm5,%xmm5` merges).
     pub fn upper_merge(&self, s: usize) -> Option<Reg> {
         if !self.costs[s].upper_merge {
             return None;
@@ -1184,14 +1206,8 @@ impl<'a> Graph<'a> {
             let at = (addr.disp as i64)
                 .wrapping_add(d)
                 .wrapping_sub(sa.disp as i64);
-            (at >= 0 && at as usize + addr.size <= sa.size).then(|| {
-                let part = match (at, addr.size == sa.size) {
-                    (0, true) => Part::Whole,
-                    (0, false) => Part::Low,
-                    _ => Part::Inside,
-                };
-                (st.data, st.stat, st.data_key, false, part)
-            })
+            let part = Part::of(at, addr.size, sa.size)?;
+            Some((st.data, st.stat, st.data_key, false, part))
         })
     }
 
@@ -1202,19 +1218,6 @@ impl<'a> Graph<'a> {
     fn take_transfer_slot(&mut self, insn: u32, ports: u16) {
         let from = self.deps.len() as u32;
         self.push_uop(insn, ports, 0, 1, from);
-    }
-
-    /// The vector register a legacy SSE instruction writes and its
-    /// producer before it ([`NONE`]: none in the block yet); `None` where
-    /// it reads that register too (its operation waits for it already and
-    /// merges with no cycle more: Zen 5, measured, `movdqa (%r11),%xmm5;
-    /// paddd %xmm6,%xmm5; vpaddd %xmm5,%xmm5,%xmm5` 6.0 cycles a copy with
-    /// the upper halves dirty, the `movdqa`'s merge alone) but for a zero
-    /// idiom (`pxor %xmm5,%xmm5` merges).
-    #[cold]
-    fn old_vector_destination(&self, s: usize) -> Option<(Reg, u32)> {
-        let w = self.upper_merge(s)?;
-        Some((w, self.producer(w)))
     }
 
     /// The merge of register `w`'s new low half into its old upper half
@@ -1337,22 +1340,16 @@ impl<'a> Graph<'a> {
                     self.stores
                         .iter()
                         .rev()
-                        .find(|st| st.prod == addr_prod && holds(&st.addr, &addr))
-                        .map(|st| {
+                        .find_map(|st| {
+                            let part =
+                                held_part(&st.addr, &addr).filter(|_| st.prod == addr_prod)?;
                             // A push and the pop that reads it back with
                             // rsp rewritten in between (see
                             // `Machine::stack_rewrite_breaks_renaming`): not
                             // the same registers to the renamer.
                             let same = st.addr_uops == addr_uops
                                 && (st.epoch == self.stack_epoch || !sh.stack_op);
-                            let part = if st.addr == addr {
-                                Part::Whole
-                            } else if st.addr.disp == addr.disp {
-                                Part::Low
-                            } else {
-                                Part::Inside
-                            };
-                            (st.data, st.stat, st.data_key, same, part)
+                            Some((st.data, st.stat, st.data_key, same, part))
                         })
                         .or_else(|| {
                             (sh.addr_reads.len() == 1
@@ -1680,11 +1677,7 @@ impl<'a> Graph<'a> {
                 .filter(|_| sh.dest_size == 8)
                 .map(|(d, src, k)| (d, self.key(src), k));
             // The register a merge into a dirty upper half waits for.
-            let merged_into = if self.costs[s].upper_merge {
-                self.old_vector_destination(s)
-            } else {
-                None
-            };
+            let merged_into = self.upper_merge(s).map(|w| (w, self.producer(w)));
             // Results: the execution µop, else the load; eliminated moves alias the source.
             let writes: &[Reg] = if eliminated && crate::machine::is_swap_class(sh.class_id) {
                 self.swap_producers(sh);
@@ -2949,9 +2942,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                 DispatchStall::DenseCode
             } else {
                 slot = dispatch.slots;
-                if d_fp > 0 {
-                    dispatch.fp += d_fp;
-                }
+                dispatch.fp += d_fp;
                 if alone {
                     dispatch.owed = d_slots - width;
                     dispatch.slots = width;
