@@ -12,7 +12,8 @@
 //! - I-cache / ITLB miss: the next instruction starts a fetch block (new
 //!   64-byte line) or is a taken-branch target, or it is the function's
 //!   entry (samples on the entry are the caller's call waiting to fetch it);
-//! - store buffer / memory ordering: it writes memory, is a fence or locked;
+//! - store buffer / memory ordering: it writes memory (a non-temporal
+//!   store's lines go to memory: named), is a fence or locked;
 //! - divider busy: a divide or square root (data-dependent latency);
 //! - store-forwarding failure: an earlier store through the same address
 //!   registers (in the block, or the previous iteration of a one-block
@@ -516,6 +517,8 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
                 "a locked read-modify-write".into()
             } else if fence {
                 "a fence".into()
+            } else if dcpi_models::classify::is_nontemporal_store(&d.instr) {
+                "a non-temporal store: its lines are written to memory past the caches (Zen 5 host: 4.6-6 cycles a full line streaming, 9-10 a partial one, 110-200 a line written again in flight)".into()
             } else {
                 "it writes memory".into()
             },

@@ -1514,6 +1514,32 @@ fn wide_operation(i: &Instruction, writes_wide: bool) -> bool {
     }
 }
 
+/// A non-temporal store (`movnti`, `movntdq`, `vmovntps`, ...): it
+/// bypasses the caches, and the write-combining buffer it fills goes to
+/// memory. What that costs is the memory's, not the pipeline's: the model
+/// schedules it as a plain store and says so ([`NONTEMPORAL_NOTE`]).
+pub fn is_nontemporal_store(i: &Instruction) -> bool {
+    use iced_x86::Mnemonic::*;
+    matches!(
+        i.mnemonic(),
+        Movnti
+            | Movntdq
+            | Movntps
+            | Movntpd
+            | Movntq
+            | Movntss
+            | Movntsd
+            | Vmovntdq
+            | Vmovntps
+            | Vmovntpd
+    )
+}
+
+/// What a non-temporal store costs beyond the model's schedule, as
+/// measured on the Zen 5 host (BENCHMARKS.md, session 66): loops streaming
+/// through 128 lines, and BHive blocks rewriting one line.
+pub const NONTEMPORAL_NOTE: &str = "non-temporal store: its lines go to memory past the caches, not counted here (Zen 5 host: 4.6-6 cycles a full line streaming, 9-10 a partial one, 110-200 a line written again in flight)";
+
 /// Per instruction of a repeated block: a legacy SSE instruction that
 /// finds the vector registers' upper halves dirty — the last instruction
 /// before it (the block repeating) that touched them wrote a ymm or zmm

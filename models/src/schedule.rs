@@ -668,6 +668,9 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     .into(),
             );
         }
+        if crate::classify::is_nontemporal_store(&d.instr) {
+            notes.push(crate::classify::NONTEMPORAL_NOTE.into());
+        }
         if g.transition(s) {
             notes.push(format!(
                 "legacy SSE after 256-bit AVX without vzeroupper: a state transition, ~{} cycles",
@@ -2196,6 +2199,23 @@ mod tests {
             cpi("66 0f 6f 02 48 83 c2 10 66 0f f1 c1 0f 29 42 f0", "zen5"),
             1.0
         );
+    }
+
+    #[test]
+    fn non_temporal_stores_say_their_lines_go_to_memory() {
+        // movntdq %xmm0,(%rdi); movntdqa (%rsi),%xmm1 (a non-temporal
+        // load: no note); movnti %rax,0x40(%rdi)
+        let a = run(
+            "66 0f e7 07 66 0f 38 2a 0e 48 0f c3 47 40",
+            "zen5",
+            RepeatMode::Unrolled,
+        );
+        let noted: Vec<bool> = a
+            .insns
+            .iter()
+            .map(|i| i.notes.iter().any(|n| n.starts_with("non-temporal store")))
+            .collect();
+        assert_eq!(noted, [true, false, true]);
     }
 
     #[test]
