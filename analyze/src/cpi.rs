@@ -1134,7 +1134,9 @@ pub fn stall_mark(s: &Stall) -> char {
         | Stall::DenseCode { .. }
         | Stall::OpCache { .. } => 'f',
         Stall::RetireWidth { .. } => 't',
-        Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } => 's',
+        Stall::StoreCommit { .. } | Stall::NarrowStoreCommit { .. } | Stall::MemoryWrite { .. } => {
+            's'
+        }
     }
 }
 

@@ -41,7 +41,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, Serialize)]
 pub struct Culprit {
     /// Short code — static (the model): dep, fwd, fwdfail, port, unit,
-    /// width, rob, frontend, taken, fetchline, retire, commit; dynamic:
+    /// width, rob, frontend, taken, fetchline, retire, commit, memwrite; dynamic:
     /// dcache, icache, mispredict, store, divider, smt, unexplained.
     pub code: String,
     pub name: String,
@@ -196,6 +196,16 @@ fn static_culprit(s: &Stall) -> (String, String, String) {
             "narrow store commit".into(),
             format!(
                 "a byte or word store to a line other stores wrote moments before holds commit {cycles} cycles"
+            ),
+        ),
+        Stall::MemoryWrite {
+            full_line,
+            partial_line,
+        } => (
+            "memwrite".into(),
+            "memory write".into(),
+            format!(
+                "a non-temporal store opening a line while the memory still writes two its stream filled: {full_line} cycles a full line, {partial_line} a partial one"
             ),
         ),
     }

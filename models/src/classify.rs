@@ -225,6 +225,8 @@ pub struct Shape {
     /// where it reads (the stack engine's offset is left out).
     pub stack_op: bool,
     pub vector_mem: bool,
+    /// A non-temporal store ([`is_nontemporal_store`]).
+    pub nontemporal: bool,
     /// xor r,r and friends: no execution, no input dependency.
     pub zero_idiom: bool,
     /// `sbb r,r` (32 or 64 bits): all ones or zero by the carry flag alone
@@ -1460,6 +1462,7 @@ pub fn shape(i: &Instruction, info: &mut InstructionInfoFactory) -> Shape {
             0
         },
         vector_mem,
+        nontemporal: is_nontemporal_store(i),
         zero_idiom,
         flags_only,
         movable,
@@ -1516,8 +1519,7 @@ fn wide_operation(i: &Instruction, writes_wide: bool) -> bool {
 
 /// A non-temporal store (`movnti`, `movntdq`, `vmovntps`, ...): it
 /// bypasses the caches, and the write-combining buffer it fills goes to
-/// memory. What that costs is the memory's, not the pipeline's: the model
-/// schedules it as a plain store and says so ([`NONTEMPORAL_NOTE`]).
+/// memory at the memory's rate (`Machine::nontemporal_line`).
 pub fn is_nontemporal_store(i: &Instruction) -> bool {
     use iced_x86::Mnemonic::*;
     matches!(
@@ -1534,11 +1536,6 @@ pub fn is_nontemporal_store(i: &Instruction) -> bool {
             | Vmovntpd
     )
 }
-
-/// What a non-temporal store costs beyond the model's schedule, as
-/// measured on the Zen 5 host (BENCHMARKS.md, session 66): loops streaming
-/// through 128 lines, and BHive blocks rewriting one line.
-pub const NONTEMPORAL_NOTE: &str = "non-temporal store: its lines go to memory past the caches, not counted here (Zen 5 host: 4.6-6 cycles a full line streaming, 9-10 a partial one, 110-200 a line written again in flight)";
 
 /// Per instruction of a repeated block: a legacy SSE instruction that
 /// finds the vector registers' upper halves dirty — the last instruction

@@ -346,6 +346,21 @@ pub struct Machine {
     /// See [`Machine::narrow_store_stall`].
     #[serde(default)]
     pub narrow_store_window: u32,
+    /// Cycles the memory takes to write a 64-byte line that non-temporal
+    /// stores filled (their write-combining buffer goes out whole), one
+    /// line after another: a stream of such stores runs no faster (0: not
+    /// modeled). Lines opened while two are still being written wait.
+    #[serde(default)]
+    pub nontemporal_line: u32,
+    /// The same for a line non-temporal stores left partly written (the
+    /// stream moved on): a partial write costs more.
+    #[serde(default)]
+    pub nontemporal_partial_line: u32,
+    /// Lines non-temporal stores can be filling at once (write-combining
+    /// buffers): one more sends the least recently written out partly
+    /// written.
+    #[serde(default)]
+    pub nontemporal_buffers: u32,
     /// Latency of a `setcc` or `cmovcc` whose flags come from a logical
     /// operation (test/and/or/xor), from each of its inputs (0: its class's).
     /// Measured on Golden Cove (Sapphire Rapids): `test %eax,%eax; sete

@@ -189,6 +189,9 @@ pub(crate) enum RetireStall {
     /// A narrow store to a line written moments ago
     /// ([`Machine::narrow_store_stall`]).
     NarrowStore,
+    /// A non-temporal store opening a line while two are still being
+    /// written to memory ([`Machine::nontemporal_line`]).
+    MemoryWrite,
 }
 
 /// One dynamic instruction.
@@ -2420,6 +2423,12 @@ struct RetireState {
     /// The line of the current group of stores, if that group was held up
     /// already (once per group).
     held: Option<StoreLine>,
+    /// The lines non-temporal stores are filling and the bytes they wrote,
+    /// the least recently written first, at most
+    /// [`Machine::nontemporal_buffers`] (see [`Machine::nontemporal_line`]).
+    wc_open: Vec<(NtLine, u64)>,
+    /// When the memory is done writing the last two lines they filled.
+    wc_ends: [u64; 2],
 }
 
 /// A line stores were committed to lately: the cycle of its last commit
@@ -2553,6 +2562,106 @@ fn line_shifts(shapes: &[Shape]) -> Vec<LineShift> {
     shifts
 }
 
+/// A line non-temporal stores write: their address registers, the line's
+/// number (the base taken as line-aligned at the block's entry, moved as
+/// [`NtMotion`] says), and the iteration where the motion is not known
+/// (`u32::MAX` where it is: the same line again is the same line).
+type NtLine = (iced_x86::Register, iced_x86::Register, i64, u32);
+
+/// How a non-temporal store's base register moves from one iteration to
+/// the next: its offset from the block's entry in the first iteration,
+/// the second, and the step after (not reduced to a line, as
+/// [`LineShift`] is: a stream through memory writes new lines). `known`
+/// false where something other than a constant moves its base or index.
+#[derive(Clone, Copy)]
+struct NtMotion {
+    first: i64,
+    second: i64,
+    step: i64,
+    known: bool,
+}
+
+impl NtMotion {
+    /// The line store `a` writes in iteration `it` and its bytes there
+    /// (a store across lines: its first line's part).
+    fn line(self, a: &MemAddr, it: usize) -> (NtLine, u64) {
+        let off = match it {
+            0 => self.first,
+            _ => self.second + (it as i64 - 1) * self.step,
+        };
+        let at = (a.disp as i64).wrapping_add(off);
+        let (start, end) = (
+            at.rem_euclid(64),
+            (at.rem_euclid(64) + a.size as i64).min(64),
+        );
+        let bytes = match end - start {
+            64 => u64::MAX,
+            w => ((1u64 << w) - 1) << start,
+        };
+        let tag = if self.known { u32::MAX } else { it as u32 };
+        ((a.base, a.index, at.div_euclid(64), tag), bytes)
+    }
+}
+
+/// Per instruction of a block: for a non-temporal store, how its base
+/// moves (see [`NtMotion`]); `None` for the others. Follows the same
+/// constant moves as [`line_shifts`] over four passes of the block.
+fn nontemporal_motions(shapes: &[Shape]) -> Vec<Option<NtMotion>> {
+    let n = shapes.len();
+    // Registers moved by constants (how far) and those written otherwise.
+    let mut off: smallvec::SmallVec<[(Reg, i64); 8]> = smallvec::SmallVec::new();
+    let mut unknown: smallvec::SmallVec<[Reg; 8]> = smallvec::SmallVec::new();
+    let get = |off: &smallvec::SmallVec<[(Reg, i64); 8]>, r: Reg| {
+        off.iter().find(|e| e.0 == r).map_or(0, |e| e.1)
+    };
+    let mut seen = [vec![0i64; n], vec![0i64; n], vec![0i64; n], vec![0i64; n]];
+    let mut moved = vec![false; n];
+    for pass in seen.iter_mut() {
+        for (s, sh) in shapes.iter().enumerate() {
+            if let Some(a) = sh.store.filter(|_| sh.nontemporal) {
+                pass[s] = get(&off, a.base as Reg);
+                moved[s] |= [a.base, a.index]
+                    .iter()
+                    .any(|&r| r != iced_x86::Register::None && unknown.contains(&(r as Reg)));
+            }
+            match sh.offset_of {
+                Some((d, src, k)) => {
+                    let v = get(&off, src) + k;
+                    off.retain(|e| e.0 != d);
+                    off.push((d, v));
+                    let from_unknown = unknown.contains(&src);
+                    unknown.retain(|&mut r| r != d);
+                    if from_unknown {
+                        unknown.push(d);
+                    }
+                }
+                None => {
+                    off.retain(|e| !sh.writes.contains(&e.0));
+                    for &w in &sh.writes {
+                        if !unknown.contains(&w) {
+                            unknown.push(w);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (0..n)
+        .map(|s| {
+            let sh = &shapes[s];
+            sh.store.filter(|_| sh.nontemporal)?;
+            let p = [seen[0][s], seen[1][s], seen[2][s], seen[3][s]];
+            let step = p[2] - p[1];
+            Some(NtMotion {
+                first: p[0],
+                second: p[1],
+                step,
+                known: !moved[s] && p[3] - p[2] == step,
+            })
+        })
+        .collect()
+}
+
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
         a
@@ -2585,6 +2694,15 @@ fn splits_line(a: &crate::classify::MemAddr) -> bool {
 }
 
 impl RetireState {
+    /// The memory starts writing a line non-temporal stores filled with
+    /// `bytes` (whole: `full` cycles, else `partial`) once it is done with
+    /// the line before.
+    fn write_line(&mut self, bytes: u64, full: u32, partial: u32) {
+        let cost = if bytes == u64::MAX { full } else { partial };
+        let start = self.cycle.max(self.wc_ends[1]);
+        self.wc_ends = [self.wc_ends[1], start + cost as u64];
+    }
+
     fn move_to(&mut self, cycle: u64) {
         if cycle > self.cycle {
             self.cycle = cycle;
@@ -2658,18 +2776,30 @@ pub(crate) fn simulate<'a>(
     iterations: usize,
     stop_early: bool,
 ) -> SimResult<'a> {
-    // Four copies of the loop: without the binding's bookkeeping where the
-    // description has none (its checks cost ~3 % on every µop), and
-    // without the ALU rules' where it has none of them (~3 %, session 56).
+    // Copies of the loop: without the binding's bookkeeping where the
+    // description has none (its checks cost ~3 % on every µop), without
+    // the ALU rules' where it has none of them (~3 %, session 56), and
+    // without the non-temporal stores' lines where the block has none
+    // (1.5-3 % in the loop, session 66).
+    if m.nontemporal_line > 0 && shapes.iter().any(|sh| sh.nontemporal) {
+        return match (m.ports_bound_at_rename, m.counts_alu_uops()) {
+            (true, true) => simulate_with::<true, true, true>(m, shapes, iterations, stop_early),
+            (true, false) => simulate_with::<true, false, true>(m, shapes, iterations, stop_early),
+            (false, true) => simulate_with::<false, true, true>(m, shapes, iterations, stop_early),
+            (false, false) => {
+                simulate_with::<false, false, true>(m, shapes, iterations, stop_early)
+            }
+        };
+    }
     match (m.ports_bound_at_rename, m.counts_alu_uops()) {
-        (true, true) => simulate_with::<true, true>(m, shapes, iterations, stop_early),
-        (true, false) => simulate_with::<true, false>(m, shapes, iterations, stop_early),
-        (false, true) => simulate_with::<false, true>(m, shapes, iterations, stop_early),
-        (false, false) => simulate_with::<false, false>(m, shapes, iterations, stop_early),
+        (true, true) => simulate_with::<true, true, false>(m, shapes, iterations, stop_early),
+        (true, false) => simulate_with::<true, false, false>(m, shapes, iterations, stop_early),
+        (false, true) => simulate_with::<false, true, false>(m, shapes, iterations, stop_early),
+        (false, false) => simulate_with::<false, false, false>(m, shapes, iterations, stop_early),
     }
 }
 
-fn simulate_with<'a, const BIND: bool, const ALU: bool>(
+fn simulate_with<'a, const BIND: bool, const ALU: bool, const NT: bool>(
     m: &'a Machine,
     shapes: &'a [Shape],
     iterations: usize,
@@ -2764,6 +2894,15 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
         recent_lines: [RecentLine::default(); RECENT_LINES],
         next_recent: 0,
         held: None,
+        wc_open: Vec::new(),
+        wc_ends: [0; 2],
+    };
+    // Non-temporal stores and how their base moves (empty: none, or the
+    // machine does not model their writes).
+    let nt_motions = if NT {
+        nontemporal_motions(shapes)
+    } else {
+        Vec::new()
     };
     // Stores through a pointer that moves by less than a line each
     // iteration come back to the same places after 64 / gcd(step, 64)
@@ -3023,6 +3162,28 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                 retire.move_to(retire.cycle + 1);
                 continue;
             }
+            // A non-temporal store opening a line waits while the memory
+            // is still writing two lines; with every buffer taken, the
+            // least recently written line goes to memory partly written.
+            let nt_line = match (NT, nt_motions.get(stat), sh.store) {
+                (true, Some(Some(motion)), Some(a)) => Some(motion.line(&a, i / n)),
+                _ => None,
+            };
+            if let Some((line, _)) = nt_line {
+                if !retire.wc_open.iter().any(|&(l, _)| l == line) {
+                    if retire.cycle < retire.wc_ends[0] {
+                        held.get_or_insert(RetireStall::MemoryWrite);
+                        let at = retire.wc_ends[0];
+                        retire.move_to(at);
+                        continue;
+                    }
+                    if retire.wc_open.len() >= m.nontemporal_buffers.max(1) as usize {
+                        let (_, bytes) = retire.wc_open.remove(0);
+                        retire.write_line(bytes, m.nontemporal_line, m.nontemporal_partial_line);
+                    }
+                    retire.wc_open.push((line, 0));
+                }
+            }
             if let Some(addr) = sh
                 .store
                 .map(|a| shifted(a, g.costs[stat].line_shift.at(i / n)))
@@ -3055,6 +3216,18 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
                 retire.commits += 1;
                 retire.last_store_line = Some(line);
             }
+            if let Some((line, bytes)) = nt_line {
+                // The line becomes the most recently written; a full one
+                // goes to memory at once.
+                if let Some(k) = retire.wc_open.iter().position(|&(l, _)| l == line) {
+                    let (_, written) = retire.wc_open.remove(k);
+                    if written | bytes == u64::MAX {
+                        retire.write_line(u64::MAX, m.nontemporal_line, m.nontemporal_partial_line);
+                    } else {
+                        retire.wc_open.push((line, written | bytes));
+                    }
+                }
+            }
             break;
         }
         let d = &mut g.dyns[i];
@@ -3074,6 +3247,11 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool>(
             break;
         }
         if (i + 1).is_multiple_of(n) {
+            if NT {
+                // Not steady while write-combining buffers fill (a stream
+                // of partly written lines evicts none until they are full).
+                retire_shape = retire_shape.wrapping_add(retire.wc_open.len() as u64);
+            }
             // Not steady while retirement outruns dispatch or issue (a
             // backlog draining): both may only grow.
             let steady_now = steady.push(r, rob_cycles, flight_cycles, retire_shape);

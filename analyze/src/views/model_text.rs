@@ -51,6 +51,12 @@ fn stall_text(s: &Stall) -> String {
         Stall::NarrowStoreCommit { cycles } => {
             format!("narrow store to a line just written (commit held {cycles} cycles)")
         }
+        Stall::MemoryWrite {
+            full_line,
+            partial_line,
+        } => format!(
+            "memory write: two lines still going out ({full_line} cycles a full line, {partial_line} a partial one)"
+        ),
     }
 }
 
