@@ -528,7 +528,7 @@ pub fn explain(code: &FunctionCode, rep: &CpiReport, addr: u64) -> Result<Culpri
             } else if fence {
                 "a fence".into()
             } else if dcpi_models::classify::is_nontemporal_store(&d.instr) {
-                "a non-temporal store: its lines are written to memory past the caches (Zen 5 host: 4.6-6 cycles a full line streaming, 9-10 a partial one, 110-200 a line written again in flight)".into()
+                "a non-temporal store: its lines are written to memory past the caches (Zen 5 host: 4.6-7.5 cycles a full line streaming, 9-10 a partial one, 110-560 a line written again in flight)".into()
             } else {
                 "it writes memory".into()
             },

@@ -686,7 +686,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
                     machine.nontemporal_buffers
                 )
             } else {
-                "non-temporal store: its lines go to memory past the caches, which this description does not model (Zen 5 host: 4.6-6.5 cycles a full line streaming, 9-10 a partial one)".into()
+                "non-temporal store: its lines go to memory past the caches, which this description does not model (Zen 5 host: 4.6-7.5 cycles a full line streaming, 9-10 a partial one)".into()
             });
         }
         if g.transition(s) {
