@@ -5,7 +5,10 @@
 //! Mechanism probes (memory renaming, store forwarding, nop fusion, move
 //! and zero-extension elimination, immediate folding, zero idioms) are small
 //! blocks measured and modeled side by side, each naming the description
-//! field it tests; they are reported, not applied.
+//! field it tests; they are reported, not applied — but for the two
+//! non-temporal stream probes, whose cycles a line are the host memory's
+//! (`nontemporal_line`, `nontemporal_partial_line`), which a calibrated
+//! description takes as measured.
 
 use crate::block::decode;
 use crate::harness::measure;
@@ -310,7 +313,31 @@ struct MechanismProbe {
     code: &'static [u8],
 }
 
+/// Non-temporal stores streaming through 128 lines (8 KB, the index
+/// masked first so the copies wrap): one whole line a copy, and one 16-byte
+/// store a line (see [`Machine::nontemporal_line`]). Their cycles a copy
+/// are the memory's per line, applied by [`Calibration::apply`].
+const NONTEMPORAL_FULL: &str = "nontemporal_line";
+const NONTEMPORAL_PARTIAL: &str = "nontemporal_partial_line";
+
 const MECHANISMS: &[MechanismProbe] = &[
+    MechanismProbe {
+        field: NONTEMPORAL_FULL,
+        what: "and $0x1fff,%rax; four movntdq %xmm0 to 0..0x30(%rdi,%rax); add $0x40,%rax (a line of non-temporal stores a copy, through 128 lines: the memory's cycles a line)",
+        code: &[
+            0x48, 0x25, 0xff, 0x1f, 0x00, 0x00, 0x66, 0x0f, 0xe7, 0x04, 0x07, 0x66, 0x0f, 0xe7,
+            0x44, 0x07, 0x10, 0x66, 0x0f, 0xe7, 0x44, 0x07, 0x20, 0x66, 0x0f, 0xe7, 0x44, 0x07,
+            0x30, 0x48, 0x83, 0xc0, 0x40,
+        ],
+    },
+    MechanismProbe {
+        field: NONTEMPORAL_PARTIAL,
+        what: "and $0x1fff,%rax; movntdq %xmm0,(%rdi,%rax); add $0x40,%rax (a quarter of each line: a partly written line's cycles)",
+        code: &[
+            0x48, 0x25, 0xff, 0x1f, 0x00, 0x00, 0x66, 0x0f, 0xe7, 0x04, 0x07, 0x48, 0x83, 0xc0,
+            0x40,
+        ],
+    },
     MechanismProbe {
         field: "cmov_signed",
         what: "cmp %ecx,%eax; cmovle %eax,%ecx (3 if a signed cmov waits two cycles for its flags, 2 if one)",
@@ -578,8 +605,10 @@ pub fn calibrate(machine: &Machine, cpu: usize) -> Calibration {
 
 impl Calibration {
     /// The description with measured latencies (rounded to whole cycles) put
-    /// in, their sources saying so. Throughput disagreements are reported,
-    /// not applied: ports are the model's structure, not a number to fit.
+    /// in, their sources saying so, and the memory's cycles a line of
+    /// non-temporal stores (the host's memory, not the core's: measured,
+    /// never assumed). Throughput disagreements are reported, not applied:
+    /// ports are the model's structure, not a number to fit.
     pub fn apply(&self, machine: &Machine, host: &str) -> Machine {
         let mut m = machine.clone();
         m.name = format!("{}-calibrated", machine.name);
@@ -594,6 +623,17 @@ impl Calibration {
                     );
                     cost.latency = rounded;
                 }
+            }
+        }
+        for c in &self.mechanisms {
+            let Some(cycles) = c.measured_cycles.filter(|x| x.is_finite() && *x > 0.0) else {
+                continue;
+            };
+            let rounded = cycles.round().max(1.0) as u32;
+            match c.field.as_str() {
+                NONTEMPORAL_FULL => m.nontemporal_line = rounded,
+                NONTEMPORAL_PARTIAL => m.nontemporal_partial_line = rounded,
+                _ => {}
             }
         }
         m
@@ -616,6 +656,48 @@ mod tests {
                 assert_eq!(d.instr.mnemonic(), chain[0].instr.mnemonic(), "{}", p.class);
             }
         }
+    }
+
+    #[test]
+    fn non_temporal_probes_stream_and_their_measurements_are_applied() {
+        let zen5 = Machine::by_name("zen5").unwrap();
+        let model = |field: &str| {
+            let p = MECHANISMS.iter().find(|p| p.field == field).unwrap();
+            let block = decode(p.code, 0, false).unwrap();
+            analyze(
+                &zen5,
+                &block,
+                Options {
+                    mode: RepeatMode::Unrolled,
+                    iterations: 0,
+                },
+            )
+            .cycles_per_iteration
+        };
+        // The description's own figures, a line a copy.
+        assert!((model(NONTEMPORAL_FULL) - zen5.nontemporal_line as f64).abs() < 0.01);
+        assert!((model(NONTEMPORAL_PARTIAL) - zen5.nontemporal_partial_line as f64).abs() < 0.01);
+        let gc = Machine::by_name("golden-cove").unwrap();
+        assert_eq!(gc.nontemporal_line, 0);
+        let check = |field: &str, measured: Option<f64>| MechanismCheck {
+            field: field.into(),
+            block: String::new(),
+            model_cycles: 1.0,
+            measured_cycles: measured,
+            disagrees: true,
+        };
+        let cal = Calibration {
+            machine: gc.name.clone(),
+            ticks_per_cycle: 1.0,
+            classes: Vec::new(),
+            mechanisms: vec![
+                check(NONTEMPORAL_FULL, Some(7.4)),
+                check(NONTEMPORAL_PARTIAL, None),
+                check("zero_idioms", Some(3.0)),
+            ],
+        };
+        let m = cal.apply(&gc, "a host");
+        assert_eq!((m.nontemporal_line, m.nontemporal_partial_line), (7, 0));
     }
 
     #[test]

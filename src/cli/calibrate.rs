@@ -1,7 +1,8 @@
 //! `dcpi calibrate`: measure the host's instruction latencies and throughputs
 //! and a few mechanisms (memory renaming, store forwarding, nop fusion, ...)
 //! with rdtsc, show where the machine description disagrees, and optionally
-//! write a calibrated description (latencies only) for `dcpi model --cpu FILE`.
+//! write a calibrated description (latencies, and the memory's cycles a line of
+//! non-temporal stores) for `dcpi model --cpu FILE`.
 
 use super::Format;
 use anyhow::Context;
@@ -19,7 +20,8 @@ pub struct CalibrateArgs {
     /// CPU to measure on.
     #[arg(long = "on-cpu", default_value_t = 0)]
     pub on_cpu: usize,
-    /// Write a description with the measured latencies to FILE (.toml).
+    /// Write a description with the measured latencies (and non-temporal
+    /// stores' cycles a line) to FILE (.toml).
     #[arg(long)]
     pub write: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
