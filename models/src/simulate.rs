@@ -2521,6 +2521,71 @@ impl LineShift {
     }
 }
 
+/// Where the base register of each instruction's access (`access`)
+/// stands relative to the block's entry, in each of four passes over the
+/// block (a pass an iteration): moved by the constants `offset_of` follows,
+/// a register written otherwise back at its start (`in_line`: offsets
+/// within a 64-byte line, as [`line_shifts`] takes them). Beside it (not
+/// `in_line`), per instruction, whether its base or index was ever
+/// written otherwise before it, in any pass (its offsets then say
+/// nothing).
+#[inline(never)]
+fn base_offsets(
+    shapes: &[Shape],
+    access: impl Fn(&Shape) -> Option<MemAddr>,
+    in_line: bool,
+) -> ([Vec<i64>; 4], Vec<bool>) {
+    let n = shapes.len();
+    // Registers away from where they started, by how far (the rest are
+    // not), and those written by something else than a constant move.
+    let mut off: smallvec::SmallVec<[(Reg, i64); 8]> = smallvec::SmallVec::new();
+    let mut unknown: smallvec::SmallVec<[Reg; 8]> = smallvec::SmallVec::new();
+    let get = |off: &smallvec::SmallVec<[(Reg, i64); 8]>, r: Reg| {
+        off.iter().find(|e| e.0 == r).map_or(0, |e| e.1)
+    };
+    let mut seen = [vec![0i64; n], vec![0i64; n], vec![0i64; n], vec![0i64; n]];
+    let mut moved = vec![false; n];
+    for pass in seen.iter_mut() {
+        for (s, sh) in shapes.iter().enumerate() {
+            if let Some(a) = access(sh) {
+                pass[s] = get(&off, a.base as Reg);
+                moved[s] |= [a.base, a.index]
+                    .iter()
+                    .any(|&r| r != iced_x86::Register::None && unknown.contains(&(r as Reg)));
+            }
+            match sh.offset_of {
+                Some((d, src, k)) => {
+                    let v = get(&off, src) + k;
+                    let v = if in_line { v.rem_euclid(64) } else { v };
+                    off.retain(|e| e.0 != d);
+                    if v != 0 {
+                        off.push((d, v));
+                    }
+                    if !in_line {
+                        let from_unknown = unknown.contains(&src);
+                        unknown.retain(|&mut r| r != d);
+                        if from_unknown {
+                            unknown.push(d);
+                        }
+                    }
+                }
+                None => {
+                    off.retain(|e| !sh.writes.contains(&e.0));
+                    // (Within a line, [`line_shifts`] does not ask.)
+                    if !in_line {
+                        for &w in &sh.writes {
+                            if !unknown.contains(&w) {
+                                unknown.push(w);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (seen, moved)
+}
+
 /// Empty where every shift is the aligned start (most blocks move no
 /// register by a constant, or address no memory).
 fn line_shifts(shapes: &[Shape]) -> Vec<LineShift> {
@@ -2533,30 +2598,7 @@ fn line_shifts(shapes: &[Shape]) -> Vec<LineShift> {
         return Vec::new();
     }
     let mut shifts = vec![LineShift::default(); n];
-    // Registers away from a line's start, by how far (the rest are at it).
-    let mut off: smallvec::SmallVec<[(Reg, i64); 8]> = smallvec::SmallVec::new();
-    let get = |off: &smallvec::SmallVec<[(Reg, i64); 8]>, r: Reg| {
-        off.iter().find(|e| e.0 == r).map_or(0, |e| e.1)
-    };
-    // Per pass over the block (an iteration), each instruction's base's.
-    let mut seen = [vec![0i64; n], vec![0i64; n], vec![0i64; n], vec![0i64; n]];
-    for pass in seen.iter_mut() {
-        for (s, sh) in shapes.iter().enumerate() {
-            if let Some(a) = sh.load.or(sh.store) {
-                pass[s] = get(&off, a.base as Reg);
-            }
-            match sh.offset_of {
-                Some((d, src, k)) => {
-                    let v = (get(&off, src) + k).rem_euclid(64);
-                    off.retain(|e| e.0 != d);
-                    if v != 0 {
-                        off.push((d, v));
-                    }
-                }
-                None => off.retain(|e| !sh.writes.contains(&e.0)),
-            }
-        }
-    }
+    let (seen, _) = base_offsets(shapes, |sh| sh.load.or(sh.store), true);
     for (s, shift) in shifts.iter_mut().enumerate() {
         let p = [seen[0][s], seen[1][s], seen[2][s], seen[3][s]];
         let drift = (p[2] - p[1]).rem_euclid(64);
@@ -2626,48 +2668,11 @@ impl NtMotion {
 }
 
 /// Per instruction of a block: for a non-temporal store, how its base
-/// moves (see [`NtMotion`]); `None` for the others. Follows the same
-/// constant moves as [`line_shifts`] over four passes of the block.
+/// moves (see [`NtMotion`]); `None` for the others ([`base_offsets`], not
+/// reduced to a line).
 fn nontemporal_motions(shapes: &[Shape]) -> Vec<Option<NtMotion>> {
     let n = shapes.len();
-    // Registers moved by constants (how far) and those written otherwise.
-    let mut off: smallvec::SmallVec<[(Reg, i64); 8]> = smallvec::SmallVec::new();
-    let mut unknown: smallvec::SmallVec<[Reg; 8]> = smallvec::SmallVec::new();
-    let get = |off: &smallvec::SmallVec<[(Reg, i64); 8]>, r: Reg| {
-        off.iter().find(|e| e.0 == r).map_or(0, |e| e.1)
-    };
-    let mut seen = [vec![0i64; n], vec![0i64; n], vec![0i64; n], vec![0i64; n]];
-    let mut moved = vec![false; n];
-    for pass in seen.iter_mut() {
-        for (s, sh) in shapes.iter().enumerate() {
-            if let Some(a) = sh.store.filter(|_| sh.nontemporal) {
-                pass[s] = get(&off, a.base as Reg);
-                moved[s] |= [a.base, a.index]
-                    .iter()
-                    .any(|&r| r != iced_x86::Register::None && unknown.contains(&(r as Reg)));
-            }
-            match sh.offset_of {
-                Some((d, src, k)) => {
-                    let v = get(&off, src) + k;
-                    off.retain(|e| e.0 != d);
-                    off.push((d, v));
-                    let from_unknown = unknown.contains(&src);
-                    unknown.retain(|&mut r| r != d);
-                    if from_unknown {
-                        unknown.push(d);
-                    }
-                }
-                None => {
-                    off.retain(|e| !sh.writes.contains(&e.0));
-                    for &w in &sh.writes {
-                        if !unknown.contains(&w) {
-                            unknown.push(w);
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let (seen, moved) = base_offsets(shapes, |sh| sh.store.filter(|_| sh.nontemporal), false);
     (0..n)
         .map(|s| {
             let sh = &shapes[s];
