@@ -82,6 +82,39 @@ fn vector_reasons_reach_the_json_and_the_text() {
 }
 
 #[test]
+fn non_temporal_streams_name_the_memory_in_the_json_and_the_text() {
+    // Two vmovntdq a line, the pointer moving a line a trip: Zen 5 writes
+    // a line every 6 cycles (measured 6.0-7.5, session 66).
+    let hex = "c5 fd e7 07 c5 fd e7 47 20 48 83 c7 40";
+    let v = model(&["--hex", hex, "--cpu", "zen5", "--loop"]);
+    assert!((cpi(&v) - 6.0).abs() < 0.01, "{v}");
+    assert_eq!(v["bottleneck"], "memory writes (non-temporal stores)");
+    assert!(
+        (v["bounds"]["memory_writes"].as_f64().unwrap() - 6.0).abs() < 0.01,
+        "{v}"
+    );
+    let kinds: Vec<&str> = v["insns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["stalls"].as_array().unwrap().iter())
+        .filter_map(|s| s["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"memory_write"), "{kinds:?}");
+    let out = dcpi()
+        .args(["model", "--cpu", "zen5", "--loop", "--hex", hex])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("memory writes 6.00"), "{text}");
+    assert!(
+        text.contains("non-temporal store: its lines go to memory"),
+        "{text}"
+    );
+}
+
+#[test]
 fn blocks_from_assembly_and_from_an_image() {
     let _g = live(); // calibrate times the host: nothing else may run meanwhile
     let dir = tempdir();

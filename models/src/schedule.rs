@@ -168,6 +168,10 @@ pub struct Bounds {
     /// ([`Machine::dense_dispatch_cycles`]; 0 where the code is not dense
     /// or the machine has no such limit).
     pub dense_code: f64,
+    /// Cycles per iteration the memory took to write the lines
+    /// non-temporal stores filled, over the measured iterations
+    /// ([`Machine::nontemporal_line`]; 0 where there are none).
+    pub memory_writes: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -295,6 +299,7 @@ fn no_steady_state(
             fetch_lines: 0.0,
             op_cache: 0.0,
             dense_code: 0.0,
+            memory_writes: 0.0,
         },
         insns: block
             .iter()
@@ -800,6 +805,13 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         fetch_lines: if op_cache { 0.0 } else { fetch_cycles },
         op_cache: if op_cache { fetch_cycles } else { 0.0 },
         dense_code: crate::fetch_clock::dense_code_cycles(machine, &shapes, slots, bytes as u32),
+        memory_writes: match res.memory_writes.as_slice() {
+            [] => 0.0,
+            w => {
+                let (a, b) = (res.measured.start, res.measured.end);
+                (w[b - 1] - w[a - 1]) as f64 / (b - a) as f64
+            }
+        },
     };
     let candidates = [
         ("dependency chain", bounds.dependency_chain),
@@ -810,6 +822,7 @@ pub fn analyze(machine: &Machine, block: &[Decoded], opts: Options) -> Analysis 
         ("front end (fetch lines)", bounds.fetch_lines),
         ("front end (op cache)", bounds.op_cache),
         ("front end (dense code)", bounds.dense_code),
+        ("memory writes (non-temporal stores)", bounds.memory_writes),
     ];
     let (name, value) = candidates
         .iter()

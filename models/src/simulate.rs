@@ -2397,6 +2397,10 @@ pub(crate) struct SimResult<'a> {
     /// ([`port_bound`]) of the template every iteration from the second or
     /// third on is a copy of; None without one.
     pub ports: Option<(u64, f64)>,
+    /// Per iteration, the cycles the memory has taken so far to write the
+    /// lines non-temporal stores filled ([`Machine::nontemporal_line`]);
+    /// empty where the block has none or the machine does not model them.
+    pub memory_writes: Vec<u64>,
 }
 
 /// Where dispatch stands: the cycle, what it has used of it, and the slots a
@@ -2451,6 +2455,8 @@ struct RetireState {
     wc_open: Vec<(NtLine, u64)>,
     /// When the memory is done writing the last two lines they filled.
     wc_ends: [u64; 2],
+    /// The cycles the memory has taken for all those lines.
+    wc_cycles: u64,
 }
 
 /// A line stores were committed to lately: the cycle of its last commit
@@ -2728,6 +2734,7 @@ impl RetireState {
         let cost = if bytes == u64::MAX { full } else { partial };
         let start = self.cycle.max(self.wc_ends[1]);
         self.wc_ends = [self.wc_ends[1], start + cost as u64];
+        self.wc_cycles += cost as u64;
     }
 
     fn move_to(&mut self, cycle: u64) {
@@ -2923,7 +2930,9 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool, const NT: bool>(
         held: None,
         wc_open: Vec::new(),
         wc_ends: [0; 2],
+        wc_cycles: 0,
     };
+    let mut memory_writes = Vec::new();
     // Non-temporal stores and how their base moves (empty: none, or the
     // machine does not model their writes).
     let nt_motions = if NT {
@@ -3285,6 +3294,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool, const NT: bool>(
                 // Not steady while write-combining buffers fill (a stream
                 // of partly written lines evicts none until they are full).
                 retire_shape = retire_shape.wrapping_add(retire.wc_open.len() as u64);
+                memory_writes.push(retire.wc_cycles);
             }
             // Not steady while retirement outruns dispatch or issue (a
             // backlog draining): both may only grow.
@@ -3307,6 +3317,7 @@ fn simulate_with<'a, const BIND: bool, const ALU: bool, const NT: bool>(
         measured,
         iterations: steady.len(),
         steady: steady_found,
+        memory_writes,
     }
 }
 

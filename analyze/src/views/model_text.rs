@@ -98,6 +98,9 @@ pub fn render(a: &Analysis) -> String {
     if b.dense_code > 0.0 {
         taken.push_str(&format!(", dense code {:.2}", b.dense_code));
     }
+    if b.memory_writes > 0.0 {
+        taken.push_str(&format!(", memory writes {:.2}", b.memory_writes));
+    }
     let _ = writeln!(
         out,
         "Bounds:               dependency chain {:.2}, dispatch {:.2}, ports {:.2} ({}), front end {:.2}{taken}\n",
