@@ -596,6 +596,7 @@ const SPLIT_CLASSES: &[(&str, &str)] = &[
     ("vec512_permute", "vec512_lane_cross"),
     ("vec_permute", "vec_lane_cross"),
     ("vec_lane_insert", "vec_lane_cross"),
+    ("vec_broadcast_gpr", "vec_lane_insert"),
     ("vec_aes", "fp_mul"),
     ("vec_clmul", "vec_imul"),
     ("vec_sha", "vec_imul"),
