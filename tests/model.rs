@@ -20,6 +20,17 @@ fn cpi(v: &Value) -> f64 {
     v["cycles_per_iteration"].as_f64().unwrap()
 }
 
+/// Every stall's kind over the block's instructions, in order.
+fn stall_kinds(v: &Value) -> Vec<&str> {
+    v["insns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["stalls"].as_array().unwrap().iter())
+        .filter_map(|s| s["kind"].as_str())
+        .collect()
+}
+
 #[test]
 fn json_contract_and_known_answers() {
     let _g = live(); // calibrate times the host: nothing else may run meanwhile
@@ -61,13 +72,7 @@ fn vector_reasons_reach_the_json_and_the_text() {
     let six = "66 0f ef db 66 0f ef ed 66 0f ef f6 66 0f ef ff 66 45 0f ef c0 66 45 0f ef c9";
     let v = model(&["--hex", six, "--cpu", "zen5"]);
     assert!((cpi(&v) - 1.0).abs() < 0.01, "{v}");
-    let kinds: Vec<&str> = v["insns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|i| i["stalls"].as_array().unwrap().iter())
-        .filter_map(|s| s["kind"].as_str())
-        .collect();
+    let kinds = stall_kinds(&v);
     assert!(kinds.contains(&"vector_dispatch"), "{kinds:?}");
     // A legacy SSE write after a 256-bit instruction: the note says why.
     let out = dcpi()
@@ -93,13 +98,7 @@ fn non_temporal_streams_name_the_memory_in_the_json_and_the_text() {
         (v["bounds"]["memory_writes"].as_f64().unwrap() - 6.0).abs() < 0.01,
         "{v}"
     );
-    let kinds: Vec<&str> = v["insns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|i| i["stalls"].as_array().unwrap().iter())
-        .filter_map(|s| s["kind"].as_str())
-        .collect();
+    let kinds = stall_kinds(&v);
     assert!(kinds.contains(&"memory_write"), "{kinds:?}");
     let out = dcpi()
         .args(["model", "--cpu", "zen5", "--loop", "--hex", hex])

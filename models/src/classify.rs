@@ -1817,8 +1817,8 @@ mod tests {
             "vec_lane_insert"
         ); // vinsertf128
         assert_eq!(class(&[0xc4, 0xe2, 0x7d, 0x58, 0xc0]), "vec_lane_insert"); // vpbroadcastd
-                                                                               // vpbroadcastd %eax,%ymm0 (EVEX): from a general register
         assert_eq!(
+            // vpbroadcastd %eax,%ymm0 (EVEX): from a general register
             class(&[0x62, 0xf2, 0x7d, 0x28, 0x7c, 0xc0]),
             "vec_broadcast_gpr"
         );
