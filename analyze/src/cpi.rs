@@ -1550,6 +1550,12 @@ impl<'a> FunctionAnalysis<'a> {
 
     /// Samples charged to the instructions responsible, splitting a block's
     /// first samples between its predecessors by `freq` (evenly without).
+    /// Best-case cycles a sample-less class must fill to say it ran
+    /// rarely, on this machine ([`crate::frequency::zero_evidence_cycles`]).
+    fn zero_evidence(&self) -> f64 {
+        crate::frequency::zero_evidence_cycles(self.machine.dispatch_width)
+    }
+
     fn charge(&self, freq: Option<&[f64]>) -> Charges {
         // Samples one mispredict's refill takes.
         let refill = self
@@ -1722,7 +1728,7 @@ impl<'a> FunctionAnalysis<'a> {
         let cfg = &self.code.cfg;
         let first = self.first_pass()?;
         let ch = self.charge(Some(first));
-        let mut p = prepare(cfg, &self.observe(&ch), c);
+        let mut p = prepare(cfg, &self.observe(&ch), c, self.zero_evidence());
         self.add_loop_totals(&mut p, first);
         let (freq, spread) = crate::frequency::solve_alone(&p);
         let u = self.unstable(&freq, &ch);
@@ -1944,7 +1950,7 @@ impl<'a> FunctionAnalysis<'a> {
                 let c = self.cps?;
                 let landed = self.observe(&self.charge(None));
                 // Frequencies only: pass 1's standard errors are never read.
-                let p = prepare(&self.code.cfg, &landed, c);
+                let p = prepare(&self.code.cfg, &landed, c, self.zero_evidence());
                 Some(
                     crate::flow_solve::solve(&p.problem)
                         .unwrap_or_else(|| vec![0.0; p.problem.blocks]),
@@ -1980,7 +1986,7 @@ impl<'a> FunctionAnalysis<'a> {
                 eprintln!("obs {} b{b}: {o:?}", self.code.function.name);
             }
         }
-        let mut p = prepare(&self.code.cfg, &obs, c);
+        let mut p = prepare(&self.code.cfg, &obs, c, self.zero_evidence());
         self.add_loop_totals(&mut p, freq);
         let u = self.unstable(freq, &ch);
         for (b, _) in u.iter().enumerate().filter(|(_, u)| **u) {

@@ -67,15 +67,31 @@ pub const AFTER_UNSURE_ERROR: f64 = 1.0;
 pub const MOSTLY_SET_ASIDE_ERROR: f64 = 1.0;
 
 /// A class with no samples says its frequency is below about one sample's
-/// worth only if its blocks take this many best-case cycles: out-of-order
-/// retirement leaves short blocks without samples however often they run
-/// (their instructions retire in bulk beside a slower one), so a short
-/// sample-less class gets no estimate and takes its frequency from flow
-/// conservation instead of pinning it to zero.
-pub const ZERO_EVIDENCE_CYCLES: f64 = 4.0;
+/// worth only if its blocks fill this many dispatch slots at their best
+/// case (best-case cycles times the machine's dispatch width,
+/// [`zero_evidence_cycles`]): out-of-order retirement leaves short blocks
+/// without samples however often they run (their instructions retire in
+/// bulk beside a slower one), so a short sample-less class gets no
+/// estimate and takes its frequency from flow conservation instead of
+/// pinning it to zero. Tuned as 4 cycles on the six-wide Zen 4 and Golden
+/// Cove; counted in slots so that a wider machine's shorter best case for
+/// the same code does not drop it: on Zen 5 (eight wide) textproc's
+/// `intern` lost its new-word block (20 instructions around a `memcpy`
+/// call, 3.0 cycles, 1 sample, 0.1 M true runs) and the solve sent 36 M
+/// of 42 M calls through it (-67 % on the chain walk beside it); at 3
+/// cycles textproc's three Zen 5 cells went 0.682/0.731/0.724 ->
+/// 0.562/0.580/0.522; the 70 cells' mean stayed 0.128 (three Zen 5 cells
+/// ±0.001), scaled ±10 % 78.7 -> 78.8 %; held-out dynprog 0.587 -> 0.588.
+pub const ZERO_EVIDENCE_SLOTS: f64 = 24.0;
+
+/// [`ZERO_EVIDENCE_SLOTS`] in best-case cycles on a machine dispatching
+/// `dispatch_width` µops a cycle (4 on a six-wide machine, 3 on Zen 5).
+pub fn zero_evidence_cycles(dispatch_width: u32) -> f64 {
+    ZERO_EVIDENCE_SLOTS / f64::from(dispatch_width.max(1))
+}
 
 /// The same holds for a few samples: a class whose clean samples are fewer
-/// than this over less than [`ZERO_EVIDENCE_CYCLES`] of best case gets no
+/// than this over less than [`zero_evidence_cycles`] of best case gets no
 /// estimate. One sample on a fused `cmp`/`jle` holding a cycle of M said
 /// 126 K runs for 49.6 M (Zen 4 msort's merge loop), and with a relative
 /// error of 1 on so small a figure its standard error was tiny: it pinned
@@ -359,6 +375,7 @@ pub fn estimate_class(
     blocks: &[usize],
     obs: &[BlockObservation],
     cycles_per_sample: f64,
+    zero_evidence: f64,
 ) -> Option<ClassEstimate> {
     let usable: Vec<usize> = blocks
         .iter()
@@ -390,7 +407,7 @@ pub fn estimate_class(
         }
         // No samples: the frequency is small, about one sample's worth at most.
         let c: f64 = usable.iter().map(|&b| obs[b].best_cycles).sum();
-        if c < ZERO_EVIDENCE_CYCLES {
+        if c < zero_evidence {
             return None;
         }
         return Some(ClassEstimate {
@@ -443,7 +460,7 @@ pub fn estimate_class(
     // tiny. matchers' `matchhere` entry kept 1 sample of 1254 (the rest
     // its callers' skid onto its first load): 40 K for 124 M calls, and it
     // pinned its callers' loops through the linked solve.
-    if (s < FEW_SAMPLES && c < ZERO_EVIDENCE_CYCLES) || (s < SET_ASIDE_FEW && mostly_set_aside) {
+    if (s < FEW_SAMPLES && c < zero_evidence) || (s < SET_ASIDE_FEW && mostly_set_aside) {
         return exit_floor(class, blocks, obs);
     }
     let straight = cluster.iter().all(|&b| obs[b].straight);
@@ -688,13 +705,18 @@ fn stated_ties(cfg: &Cfg) -> Vec<(usize, usize)> {
 }
 
 /// The class estimates of a function, on its flow network.
-pub fn prepare(cfg: &Cfg, obs: &[BlockObservation], cycles_per_sample: f64) -> Prepared {
+pub fn prepare(
+    cfg: &Cfg,
+    obs: &[BlockObservation],
+    cycles_per_sample: f64,
+    zero_evidence: f64,
+) -> Prepared {
     let n = cfg.blocks.len();
     let classes: Vec<ClassEstimate> = cfg
         .classes
         .iter()
         .enumerate()
-        .filter_map(|(c, blocks)| estimate_class(c, blocks, obs, cycles_per_sample))
+        .filter_map(|(c, blocks)| estimate_class(c, blocks, obs, cycles_per_sample, zero_evidence))
         .collect();
     let mut estimates = vec![None; n];
     let mut ranges = vec![None; n];
@@ -1054,6 +1076,8 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
 
 #[cfg(test)]
 mod tests {
+    /// The zero-evidence threshold of a six-wide machine (4 cycles).
+    const ZE: f64 = 4.0;
     use super::*;
 
     #[test]
@@ -1097,9 +1121,9 @@ mod tests {
         // best case is 0.06 of the block's 0.74.
         let mut o = obs(422.0, 0.06);
         o.block_cycles = 0.74;
-        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[o], 2.0, ZE).is_none());
         o.block_cycles = 0.5;
-        let e = estimate_class(0, &[0], &[o], 2.0).expect("an estimate");
+        let e = estimate_class(0, &[0], &[o], 2.0, ZE).expect("an estimate");
         assert!((e.freq - 422.0 * 2.0 / 0.06).abs() < 1e-6 * e.freq);
     }
 
@@ -1107,14 +1131,14 @@ mod tests {
     fn a_loop_exit_with_only_refetch_samples_is_a_floor() {
         let mut o = obs(0.0, 0.0);
         o.excluded = 30.0;
-        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[o], 2.0, ZE).is_none());
         o.exits_if_mispredicted = Some(1000.0);
-        let e = estimate_class(0, &[0], &[o], 2.0).unwrap();
+        let e = estimate_class(0, &[0], &[o], 2.0, ZE).unwrap();
         assert!(e.floor && e.freq == 1000.0 && e.confidence == Confidence::Low);
         // Clean samples of its own win.
         let mut own = obs(50.0, 1.0);
         own.exits_if_mispredicted = Some(1000.0);
-        assert!(!estimate_class(0, &[0], &[own], 2.0).unwrap().floor);
+        assert!(!estimate_class(0, &[0], &[own], 2.0, ZE).unwrap().floor);
     }
 
     #[test]
@@ -1123,10 +1147,10 @@ mod tests {
         // successor's, split by the frequencies being estimated.
         let mut o = obs(90.0, 0.5);
         o.guessed = true;
-        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[o], 2.0, ZE).is_none());
         // Beside counted refills, those are a floor.
         o.exits_if_mispredicted = Some(1000.0);
-        assert!(estimate_class(0, &[0], &[o], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[o], 2.0, ZE).is_none());
         let floor = refetch_floor(0, &[0], &[o]).unwrap();
         assert!(floor.floor && floor.freq == 1000.0);
     }
@@ -1135,11 +1159,11 @@ mod tests {
     fn a_class_of_load_stalled_blocks_is_low_confidence() {
         let mut o = obs(5000.0, 1.0);
         o.stall_suspect = true;
-        let e = estimate_class(0, &[0], &[o], 2.0).unwrap();
+        let e = estimate_class(0, &[0], &[o], 2.0, ZE).unwrap();
         assert_eq!(e.confidence, Confidence::Low);
         assert!(e.upper_bound);
         // Beside a clean block, the suspect is left out.
-        let e = estimate_class(0, &[0, 1], &[o, obs(100.0, 1.0)], 2.0).unwrap();
+        let e = estimate_class(0, &[0, 1], &[o, obs(100.0, 1.0)], 2.0, ZE).unwrap();
         assert_eq!(e.blocks, vec![1]);
         assert!(!e.upper_bound);
     }
@@ -1148,7 +1172,7 @@ mod tests {
     fn stalled_block_is_left_out_of_the_cluster() {
         // Three blocks run 1000 times; block 2 stalls (3x its best case).
         let o = [obs(1000.0, 2.0), obs(1500.0, 3.0), obs(6000.0, 4.0)];
-        let e = estimate_class(0, &[0, 1, 2], &o, 2.0).unwrap();
+        let e = estimate_class(0, &[0, 1, 2], &o, 2.0, ZE).unwrap();
         assert_eq!(e.blocks, vec![0, 1]);
         assert!((e.freq - 1000.0).abs() < 1.0, "{e:?}");
         assert_eq!(e.confidence, Confidence::High);
@@ -1157,16 +1181,16 @@ mod tests {
     #[test]
     fn blocks_outside_loops_are_less_sure_and_may_run_faster() {
         let mut o = obs(10000.0, 4.0);
-        let looped = estimate_class(0, &[0], &[o], 2.0).unwrap();
+        let looped = estimate_class(0, &[0], &[o], 2.0, ZE).unwrap();
         o.straight = true;
         o.best_cycles_low = 1.0;
-        let straight = estimate_class(0, &[0], &[o], 2.0).unwrap();
+        let straight = estimate_class(0, &[0], &[o], 2.0, ZE).unwrap();
         assert_eq!(looped.confidence, Confidence::High);
         assert!(straight.relative_error >= STRAIGHT_MODEL_ERROR);
         // A loop block calling opaque code: as uncertain, but no range.
         let mut calling = obs(400.0, 2.0);
         calling.calls_opaque = true;
-        let calling = estimate_class(0, &[0], &[calling], 2.0).unwrap();
+        let calling = estimate_class(0, &[0], &[calling], 2.0, ZE).unwrap();
         assert!(calling.relative_error >= STRAIGHT_MODEL_ERROR);
         assert_eq!(calling.freq_high, None);
         // Its top: the samples at its throughput, 4x the chain's figure;
@@ -1181,12 +1205,12 @@ mod tests {
     fn an_estimate_resting_only_on_blocks_after_unsure_branches_says_so() {
         let mut after = obs(400.0, 1.0);
         after.after_unsure = true;
-        let e = estimate_class(0, &[0], &[after], 2.0).unwrap();
+        let e = estimate_class(0, &[0], &[after], 2.0, ZE).unwrap();
         // 400 samples would be high; after a refill it is a weak guess.
         assert!(e.after_unsure && e.confidence == Confidence::Low);
         assert!(e.relative_error >= AFTER_UNSURE_ERROR);
         // One block of the cluster entered otherwise is enough.
-        let e = estimate_class(0, &[0, 1], &[after, obs(400.0, 1.0)], 2.0).unwrap();
+        let e = estimate_class(0, &[0, 1], &[after, obs(400.0, 1.0)], 2.0, ZE).unwrap();
         assert!(!e.after_unsure);
     }
 
@@ -1194,37 +1218,45 @@ mod tests {
     fn an_estimate_on_what_is_left_after_most_was_set_aside_says_so() {
         let mut o = obs(100.0, 1.0);
         o.excluded = 250.0;
-        assert!(estimate_class(0, &[0], &[o], 2.0).unwrap().mostly_set_aside);
+        assert!(
+            estimate_class(0, &[0], &[o], 2.0, ZE)
+                .unwrap()
+                .mostly_set_aside
+        );
         o.excluded = 150.0;
-        assert!(!estimate_class(0, &[0], &[o], 2.0).unwrap().mostly_set_aside);
+        assert!(
+            !estimate_class(0, &[0], &[o], 2.0, ZE)
+                .unwrap()
+                .mostly_set_aside
+        );
     }
 
     #[test]
     fn few_samples_are_low_confidence() {
         let o = [obs(2.0, 5.0)];
-        let e = estimate_class(0, &[0], &o, 2.0).unwrap();
+        let e = estimate_class(0, &[0], &o, 2.0, ZE).unwrap();
         assert_eq!(e.confidence, Confidence::Low);
         // A few samples on a short block: no more evidence than none.
-        assert!(estimate_class(0, &[0], &[obs(2.0, 2.0)], 2.0).is_none());
-        assert!(estimate_class(0, &[0], &[obs(12.0, 2.0)], 2.0).is_some());
+        assert!(estimate_class(0, &[0], &[obs(2.0, 2.0)], 2.0, ZE).is_none());
+        assert!(estimate_class(0, &[0], &[obs(12.0, 2.0)], 2.0, ZE).is_some());
         // No samples on a short block: no evidence either way.
-        assert!(estimate_class(0, &[0], &[obs(0.0, 2.0)], 2.0).is_none());
-        let zero = estimate_class(0, &[0], &[obs(0.0, 8.0)], 2.0).unwrap();
+        assert!(estimate_class(0, &[0], &[obs(0.0, 2.0)], 2.0, ZE).is_none());
+        let zero = estimate_class(0, &[0], &[obs(0.0, 8.0)], 2.0, ZE).unwrap();
         assert_eq!(zero.freq, 0.0);
         assert!(zero.standard_error > 0.0);
         // Samples there, all of them a refetch's or a caller's: it ran.
         let mut refetched = obs(0.0, 8.0);
         refetched.excluded = 40.0;
-        assert!(estimate_class(0, &[0], &[refetched], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[refetched], 2.0, ZE).is_none());
         // A few samples left of many set aside, on a long block: none.
         let mut left = obs(1.0, 5.0);
         left.excluded = 1253.0;
-        assert!(estimate_class(0, &[0], &[left], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[left], 2.0, ZE).is_none());
         left.samples = 12.0;
-        assert!(estimate_class(0, &[0], &[left], 2.0).is_none());
+        assert!(estimate_class(0, &[0], &[left], 2.0, ZE).is_none());
         left.samples = 20.0;
         assert!(
-            estimate_class(0, &[0], &[left], 2.0)
+            estimate_class(0, &[0], &[left], 2.0, ZE)
                 .unwrap()
                 .mostly_set_aside
         );
