@@ -1865,10 +1865,17 @@ impl<'a> FunctionAnalysis<'a> {
             // find_index on every Zen 4 set, 0.70-0.88x between its bounds
             // at a whole refill; msort's merge loops).
             let unseen_exits = dispatch.is_none() && exit_refills(cfg, l, p).is_none();
-            let paid = if unseen_exits {
-                refill * UNSEEN_EXIT_REFILL
-            } else {
-                refill
+            // Where the machine's description measured them, its figures
+            // ([`Machine::loop_exit_cycles`]: Zen 5's exits leave less in
+            // the loop, their refetch landing past them).
+            let paid = match (
+                unseen_exits,
+                self.machine.loop_exit_cycles,
+                self.machine.unseen_loop_exit_cycles,
+            ) {
+                (true, _, 0) => refill * UNSEEN_EXIT_REFILL,
+                (true, _, c) | (false, c, _) if c > 0 => c as f64,
+                _ => refill,
             };
             // Entered by a branch that may mispredict, the loop also holds
             // the refetch of each mispredicted entry: it lands on the

@@ -29,6 +29,13 @@
 //! only the exit branch's resolution is the loop's: half a refill per
 //! entry ([`UNSEEN_EXIT_REFILL`]; btree's `find_index`).
 //!
+//! A machine description may give what a mispredicted exit leaves in the
+//! loop as measured on its recorded profiles (`loop_exit_cycles`,
+//! `unseen_loop_exit_cycles`: `benches/loop_entry_costs.py`'s X). On
+//! Zen 5 it is well under the penalty (9 and 5 cycles of 15: the refetch,
+//! 15-19 cycles there, lands past the exit); on Zen 4 the medians match
+//! the penalty and half of it.
+//!
 //! Limits: the refill is the machine's nominal penalty, and when it is
 //! most of the loop's cycles the answer is only as good as that figure
 //! (hence a wide error, and the blocks stay low confidence); other

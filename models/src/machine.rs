@@ -397,6 +397,16 @@ pub struct Machine {
     /// the wrong path, before the branch resolves.
     #[serde(default)]
     pub refetch_cycles: u32,
+    /// Cycles of samples a loop's mispredicted exit leaves inside the loop
+    /// (the wait for the branch to resolve, and what the analyzer takes
+    /// off a loop's cycles per entry) where the refill's refetch is
+    /// counted past the exit (0: the penalty).
+    #[serde(default)]
+    pub loop_exit_cycles: u32,
+    /// The same where the refill lands out of the loop's function (its
+    /// exits return; 0: the analyzer's share of the penalty).
+    #[serde(default)]
+    pub unseen_loop_exit_cycles: u32,
     /// Cycles a trip of the collector's core-share probe loop (eight
     /// `add $1` over four registers, `dec; jne`) takes on an idle core,
     /// measured (0: the model's figure for the loop). The collector divides
