@@ -1825,7 +1825,7 @@ fn an_overfilled_loop_keeps_its_trips() {
     assert!(trips > 0.5 && trips < 2.0, "header at {trips:.2}x");
     let b = block_at(&v, "0x146b");
     let why = b["confidence_why"].as_str().unwrap_or("");
-    assert!(why.contains("half a refill per entry"), "{why}");
+    assert!(why.contains("exit's resolution per entry"), "{why}");
 }
 
 /// kernels' `isort`: the outer loop's latch sits two and three

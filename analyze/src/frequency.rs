@@ -179,9 +179,11 @@ pub enum Guess {
     /// loop's cycles at its best case, the refills its exits cost unknown
     /// ([`crate::loop_totals::between_bounds`]).
     LoopBetween,
-    /// Its loop's trip count is from the loop's samples less half a refill
-    /// per entry: its exits' refills land where no sample of the loop sees
-    /// them ([`crate::loop_totals::UNSEEN_EXIT_REFILL`]).
+    /// Its loop's trip count is from the loop's samples less what a
+    /// mispredicted exit's resolution leaves in the loop per entry (half a
+    /// refill, [`crate::loop_totals::UNSEEN_EXIT_REFILL`], or the machine's
+    /// measured figure): its exits' refills land where no sample of the
+    /// loop sees them.
     LoopUnseenExits,
     /// It runs just past a loop's exits, whose refills its samples hold:
     /// its runs are the refills counted there (at least as many exits
@@ -198,7 +200,7 @@ impl Guess {
             }
             Guess::LoopUnobserved => "no block of its loop has an estimate of its own",
             Guess::LoopTotal => {
-                "its loop's trip count is from the loop's samples less a refill per entry"
+                "its loop's trip count is from the loop's samples less a mispredicted exit per entry"
             }
             Guess::DispatchTotal => {
                 "its loop's trip count is from the loop's samples, a trip paying a dispatch mispredict as often as its cases change"
@@ -210,7 +212,7 @@ impl Guess {
                 "its own samples and its loop's samples as a whole disagree by more than 2x"
             }
             Guess::LoopUnseenExits => {
-                "its loop's trip count is from the loop's samples less half a refill per entry: its exits' refills land out of its sight"
+                "its loop's trip count is from the loop's samples less a mispredicted exit's resolution per entry: its exits' refills land out of its sight"
             }
             Guess::LoopBetween => {
                 "its loop's trip count is a guess between one trip per entry and all its cycles at its best case"
