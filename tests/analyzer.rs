@@ -458,11 +458,8 @@ fn a_short_block_on_a_wide_core_still_says_it_rarely_ran() {
 /// bounds: its trips are 15 % of its cycles, the rest refills).
 #[test]
 fn a_loop_entered_by_a_mispredicting_branch_pays_its_refetch() {
-    for set in ["zen5-5k-a", "zen5-5k-b", "zen5-5k-c"] {
-        let v = set_cpi(set, "hashtab", "insert");
-        // 9.375 M header runs a run of the workload (callgrind).
-        let truth = 9.375e6 * runs_in(set, "hashtab");
-        let f = freq_over(&v, "0x12f3", truth);
+    // 9.375 M header runs a run of the workload (callgrind).
+    for (set, f) in zen5_block_over_truth("hashtab", "insert", "0x12f3", 9.375e6) {
         assert!((1.0..2.5).contains(&f), "{set}: {f}x");
     }
 }
@@ -475,13 +472,27 @@ fn a_loop_entered_by_a_mispredicting_branch_pays_its_refetch() {
 /// reads 0.85-1.14x.
 #[test]
 fn a_loop_exit_leaves_the_machines_measured_share_in_the_loop() {
-    for set in ["zen5-5k-a", "zen5-5k-b", "zen5-5k-c"] {
-        let v = set_cpi(set, "btree", "find_index");
-        // 101.7 M header runs a run of the workload (callgrind).
-        let truth = 101.675e6 * runs_in(set, "btree");
-        let f = freq_over(&v, "0x146b", truth);
+    // 101.7 M header runs a run of the workload (callgrind).
+    for (set, f) in zen5_block_over_truth("btree", "find_index", "0x146b", 101.675e6) {
         assert!((0.8..1.25).contains(&f), "{set}: {f}x");
     }
+}
+
+/// On each Zen 5 recording, the frequency of `func`'s block at `start` in
+/// workload `name` over its true count (`per_run` a run, callgrind's).
+fn zen5_block_over_truth(
+    name: &str,
+    func: &str,
+    start: &str,
+    per_run: f64,
+) -> Vec<(&'static str, f64)> {
+    ["zen5-5k-a", "zen5-5k-b", "zen5-5k-c"]
+        .into_iter()
+        .map(|set| {
+            let v = set_cpi(set, name, func);
+            (set, freq_over(&v, start, per_run * runs_in(set, name)))
+        })
+        .collect()
 }
 
 /// lzfind (session 63): a hash-chain match finder whose table, chain and

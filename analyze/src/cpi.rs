@@ -1548,14 +1548,14 @@ impl<'a> FunctionAnalysis<'a> {
         self.code
     }
 
-    /// Samples charged to the instructions responsible, splitting a block's
-    /// first samples between its predecessors by `freq` (evenly without).
     /// Best-case cycles a sample-less class must fill to say it ran
     /// rarely, on this machine ([`crate::frequency::zero_evidence_cycles`]).
     fn zero_evidence(&self) -> f64 {
         crate::frequency::zero_evidence_cycles(self.machine.dispatch_width)
     }
 
+    /// Samples charged to the instructions responsible, splitting a block's
+    /// first samples between its predecessors by `freq` (evenly without).
     fn charge(&self, freq: Option<&[f64]>) -> Charges {
         // Samples one mispredict's refill takes.
         let refill = self
