@@ -1078,9 +1078,21 @@ pub fn finish(p: Prepared, freq: Vec<f64>, spread: &[Option<f64>]) -> Frequencie
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// The zero-evidence threshold of a six-wide machine (4 cycles).
     const ZE: f64 = 4.0;
-    use super::*;
+
+    #[test]
+    fn zero_evidence_is_counted_in_dispatch_slots() {
+        assert_eq!(zero_evidence_cycles(6), ZE);
+        assert_eq!(zero_evidence_cycles(8), 3.0);
+        // Zen 5's intern new-word block: 1 sample over 3.0 cycles is an
+        // estimate there, not at a six-wide machine's threshold.
+        let o = obs(1.0, 3.0);
+        assert!(estimate_class(0, &[0], &[o], 2.0, ZE).is_none());
+        assert!(estimate_class(0, &[0], &[o], 2.0, zero_evidence_cycles(8)).is_some());
+    }
 
     #[test]
     fn a_shared_class_estimate_counts_once_for_confidence() {
