@@ -1,7 +1,8 @@
 /* What a loop's exit costs when it mispredicts, on real hardware (rdtsc,
  * no PMU): codec's `rle_decode` (the same source, gcc -O2, so the same
  * instructions as the recorded datasets/analyzer/codec) decoding 256 KB
- * of (count, byte) pairs whose counts are all `RUN` (a trip count the
+ * of (count, byte) pairs (the workload's own function and buffers, its
+ * source included) whose counts are all `RUN` (a trip count the
  * predictor can learn) or drawn from 1..16 as codec's input has them
  * (RUN 0: the inner loop's exit mispredicts about once a run). Prints
  * cycles a trip and a run (best of 50 decodes, pinned by the caller).
@@ -14,26 +15,21 @@
 #include <stdlib.h>
 #include "ticks_per_cycle.h"
 
-__attribute__((noinline)) size_t rle_decode(const unsigned char *in, size_t n, unsigned char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i + 1 < n; i += 2)
-        for (unsigned r = 0; r < in[i]; r++)
-            out[o++] = in[i + 1];
-    return o;
-}
-
-#define LEN (256 * 1024)
-static unsigned char packed[2 * LEN], out[2 * LEN];
+/* codec itself, its `main` renamed: its `rle_decode` and its buffers. */
+#define main codec_main
+#include "../workloads/codec.c"
+#undef main
 
 int main(int argc, char **argv)
 {
     int fixed = argc > 1 ? atoi(argv[1]) : 0;
     unsigned long seed = 12345;
     size_t p = 0, total = 0;
-    while (total < LEN) {
+    for (;;) {
         seed = seed * 6364136223846793005UL + 1442695040888963407UL;
         size_t run = fixed ? (size_t)fixed : 1 + (seed >> 60);
+        if (total + run > LEN)
+            break;
         packed[p++] = (unsigned char)run;
         packed[p++] = (unsigned char)(seed >> 40);
         total += run;
@@ -41,7 +37,7 @@ int main(int argc, char **argv)
     double tpc = ticks_per_cycle(), best = 1e30;
     for (int k = 0; k < 50; k++) {
         uint64_t t0 = __rdtsc();
-        size_t d = rle_decode(packed, p, out);
+        size_t d = rle_decode(packed, p, output);
         uint64_t t1 = __rdtsc();
         if (d != total)
             return 1;
