@@ -23,7 +23,7 @@
 static unsigned char ops[N];
 __attribute__((noinline)) long run(const unsigned char *p, long n)
 {
-    long s = 0, a = 0, b = 0, c = 0;
+    long s = 0, a = 0;
     __asm__ volatile(
         "xor %%rcx, %%rcx\n"
         ".p2align 6\n"
@@ -46,10 +46,10 @@ __attribute__((noinline)) long run(const unsigned char *p, long n)
         ".endr\n"
         "jmp 2b\n"
         "4:\n"
-        : [s] "+r"(s), [a] "+r"(a), [b] "+r"(b), [c] "+r"(c)
+        : [s] "+r"(s), [a] "+r"(a)
         : [p] "r"(p), [n] "r"(n)
         : "rax", "rcx", "cc", "memory");
-    return s + a + b + c;
+    return s + a;
 }
 static double best(void) {
     double b = 1e30;
