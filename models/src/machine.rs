@@ -407,6 +407,14 @@ pub struct Machine {
     /// exits return; 0: the analyzer's share of the penalty).
     #[serde(default)]
     pub unseen_loop_exit_cycles: u32,
+    /// A mispredicted jump through a table over a mispredicted branch on a
+    /// loaded byte, whole cost against whole cost: the jump resolves only
+    /// after its index and its table entry are loaded, so the refetched
+    /// path waits longer (`datasets/skid/mispredict_cost.c`). What the
+    /// analyzer charges a dispatch loop's mispredicts beyond the penalty
+    /// (1: the same as a branch's).
+    #[serde(default = "one_slot", skip_serializing_if = "is_one_slot")]
+    pub table_mispredict_ratio: f64,
     /// Cycles a trip of the collector's core-share probe loop (eight
     /// `add $1` over four registers, `dec; jne`) takes on an idle core,
     /// measured (0: the model's figure for the loop). The collector divides
