@@ -1045,9 +1045,12 @@ fn guessed_frequencies_are_low_confidence() {
 /// each handler 3.3-3.8 M runs) take nearly all their samples as the
 /// refill after a mispredicted dispatch. Those refills count them from
 /// below (samples / the mispredict penalty): each handler comes out
-/// between 0.5 and 1.2 times its true count — before, five of them
+/// between 0.5 and 1.3 times its true count — before, five of them
 /// solved to zero beside 280-370 samples each, and one fed on its share
-/// of the loop latch's samples to 13 times its count.
+/// of the loop latch's samples to 13 times its count. (1.2 until session
+/// 71: the switch's default arm, taken since as one case's share where
+/// the solve gave it 39 % of the trips, leaves this Golden Cove
+/// recording's handlers 1.09-1.23x.)
 #[test]
 fn dispatch_targets_are_counted_by_their_refills() {
     for (start, truth) in [
@@ -1062,7 +1065,7 @@ fn dispatch_targets_are_counted_by_their_refills() {
         let b = cpi_block("kernels", "interp", start);
         let f = b["freq"].as_f64().unwrap_or(0.0);
         assert!(
-            (0.5 * truth..1.2 * truth).contains(&f),
+            (0.5 * truth..1.3 * truth).contains(&f),
             "{start}: {f} for {truth}"
         );
         assert_eq!(b["confidence"], "low", "{start}");
@@ -1090,6 +1093,51 @@ fn a_dispatch_loop_pays_its_mispredicts() {
     }
     let report = set_cpi("zen4-5k-f", "bytecode", "stream_vm");
     assert_eq!(block_at(&report, "0x14a8")["confidence"], "low");
+}
+
+/// A switch's default arm (the far side of its range check) runs as
+/// often as one of its table's cases, a prior stated as such: nothing
+/// measures it. The solve's ridge had given it a share by the graph's
+/// shape alone: bytecode's stream_vm default arm (4.4 M runs) read 250 M
+/// on zen4-5k-f, kernels' interp's (7.7 M) 17.5 M on the Golden Cove
+/// recording; now 43 M and 4.2 M.
+#[test]
+fn a_switchs_default_arm_runs_as_one_case() {
+    for (report, dispatch, arm, cases) in [
+        (
+            set_cpi("zen4-5k-f", "bytecode", "stream_vm"),
+            "0x148b",
+            "0x154f",
+            11.0,
+        ),
+        (
+            cpi_json(
+                "datasets/analyzer/kernels.db",
+                &[
+                    "--symfs",
+                    "datasets/analyzer",
+                    "--image",
+                    "kernels",
+                    "--func",
+                    "interp",
+                ],
+            ),
+            "0x1607",
+            "0x1685",
+            7.0,
+        ),
+    ] {
+        let f = |start: &str| block_at(&report, start)["freq"].as_f64().unwrap_or(0.0);
+        let share = f(arm) / (f(dispatch) / cases);
+        assert!(
+            (0.8..1.25).contains(&share),
+            "{arm}: {share} of one case's runs"
+        );
+        let why = block_at(&report, arm)["confidence_why"]
+            .as_str()
+            .unwrap_or("");
+        assert!(why.contains("default arm"), "{arm}: {why}");
+    }
 }
 
 /// A jump table's cases share its runs as the refills counted at them

@@ -550,6 +550,7 @@ fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prep
         let Some(mut to) = table_targets(cfg, l, b) else {
             continue;
         };
+        share_default_arms(cfg, l, b, to.len(), freq, p);
         // A case with an estimate of its own keeps it to itself: tied to
         // the others it would carry its error to them all (Golden Cove's
         // interp: one case's 16 refetch samples took six down 10-35 %).
@@ -595,6 +596,60 @@ fn share_table_cases(cfg: &Cfg, l: &crate::cfg::Loop, freq: &[f64], p: &mut Prep
         }
         for &t in &to {
             p.guessed[t] = Some(Guess::CaseShare);
+        }
+    }
+}
+
+/// Relative error of a switch's default arm's runs taken as one table
+/// case's ([`share_default_arms`]): a prior, not a measure.
+const DEFAULT_ARM_ERROR: f64 = 0.5;
+
+/// The default arm of the switch whose table jump ends block `dispatch`
+/// (`cases` targets) in loop `l`: the other way out of a range check that
+/// leads to the jump. Its code is a couple of instructions inside the
+/// refetch window and its branch is often learned, so neither samples nor
+/// counted refills say how often it runs; left to the solve, the ridge
+/// gave it a share by the graph's shape alone (kernels' `interp`: 39 % of
+/// the trips, true 24 %; bytecode's `stream_vm`: 250 M runs for 4.4 M).
+/// It is tied, softly, to one case's share of the table's runs instead:
+/// every way the switch goes alike, as the solve already splits the cases
+/// where their refills do not say otherwise. Alone this moved the error
+/// onto the loops' totals (70 recorded cells, scaled ±10 % 79.4 -> 77.8 %,
+/// bytecode's mean |ln e| 0.315 -> 0.542); with the table's dearer
+/// mispredicts (`Machine::table_mispredict_ratio`) 80.1 %, kernels 0.099
+/// -> 0.094, bytecode's cells scaled 59-63 -> 86-89 % (its absolute level
+/// worse: 0.375, stream_vm +29..+57 % throughout). interp's default arm
+/// itself reads about half its runs (its 2/9 of the codes against one
+/// case's 1/9). BENCHMARKS.md, session 71.
+fn share_default_arms(
+    cfg: &Cfg,
+    l: &crate::cfg::Loop,
+    dispatch: usize,
+    cases: usize,
+    freq: &[f64],
+    p: &mut Prepared,
+) {
+    let n = cases as f64;
+    for e in cfg.predecessors(dispatch) {
+        if cfg.last_insn(e.from).instr.flow_control() != iced_x86::FlowControl::ConditionalBranch {
+            continue;
+        }
+        for arm in cfg.successors(e.from).map(|x| x.to) {
+            if arm == dispatch
+                || !l.contains(arm)
+                || p.problem.estimates[arm].is_some()
+                || cfg.successors(dispatch).any(|x| x.to == arm)
+            {
+                continue;
+            }
+            p.problem.shares.push(crate::flow_solve::Share {
+                a: arm,
+                b: dispatch,
+                ratio: 1.0 / n,
+                level: freq[dispatch] / n,
+                error: DEFAULT_ARM_ERROR,
+            });
+            p.guessed[arm] = Some(Guess::DefaultArm);
         }
     }
 }
@@ -1819,7 +1874,17 @@ impl<'a> FunctionAnalysis<'a> {
                     .collect();
                 dispatch_mispredicts(&runs)
             });
-            trip += mispredicts.unwrap_or(0.0) * refill;
+            // A jump through a table resolves later than a branch: its
+            // mispredicts cost the machine's measured ratio more.
+            let through_table = l.body.iter().any(|&b| {
+                cfg.last_insn(b).instr.flow_control() == iced_x86::FlowControl::IndirectBranch
+            });
+            let per_mispredict = if through_table {
+                refill * self.machine.table_mispredict_ratio
+            } else {
+                refill
+            };
+            trip += mispredicts.unwrap_or(0.0) * per_mispredict;
             let mut s = LoopSamples::default();
             for &b in &l.body {
                 for i in cfg.blocks[b].insns.clone() {

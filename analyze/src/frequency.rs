@@ -161,6 +161,9 @@ pub enum Guess {
     /// It is a case of a jump table, its share of the table's runs read
     /// from the refills counted at it and at the other cases.
     CaseShare,
+    /// It is a switch's default arm (past its range check), taken to run
+    /// as often as one of the table's cases: nothing measures it.
+    DefaultArm,
     /// Its own estimate and its loop's total disagree by more than a
     /// factor of two.
     LoopDisagrees,
@@ -207,6 +210,9 @@ impl Guess {
             }
             Guess::CaseShare => {
                 "it is a jump table's case: its share of the table's runs is the share of the refills counted at the cases"
+            }
+            Guess::DefaultArm => {
+                "it is a switch's default arm, taken to run as often as one of the table's cases: nothing measures it"
             }
             Guess::LoopDisagrees => {
                 "its own samples and its loop's samples as a whole disagree by more than 2x"

@@ -21,11 +21,12 @@
 //! kernel names need the profiled kernel to be the running one. Frequencies
 //! are accurate where code runs near the model's best case and poor where
 //! dynamic stalls (cache misses, mispredicts) dominate every block of a
-//! region (BENCHMARKS.md, five workloads recorded on three machines, six
-//! recordings each, against callgrind: mean |ln(estimate/true)| 0.348, 39 %
-//! of samples within 10 % unscaled, 59 % with one scale fitted; per
-//! recording from 0.17 (msort on Golden Cove) to 0.56 (the cache-missing
-//! btree, and msort's mispredicting merge, on Zen 4)); a block's confidence
+//! region (BENCHMARKS.md, `benches/accuracy_sets.py`: five workloads each
+//! recorded fourteen times on Golden Cove, Zen 3, Zen 4 and Zen 5, against
+//! callgrind: mean |ln(estimate/true)| 0.124, 69.7 % of samples within
+//! 10 % unscaled, 80.1 % with one scale fitted, the mean of the 70 cells;
+//! eight more workloads kept out of that mean read worse, 0.20 (eventsim)
+//! to 0.92 (matchers: recursion and short calls)); a block's confidence
 //! is its solved frequency's posterior standard error, low wherever its
 //! estimate rests on a guess. Culprits of
 //! one instruction ([`culprits`]) follow DCPI's rules; [`stall_summary`]
