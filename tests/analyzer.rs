@@ -280,8 +280,9 @@ fn within(v: &Value, estimator: usize, scaled: bool, tol: usize) -> f64 {
 }
 
 /// Floors on the recorded runs (BENCHMARKS.md has the figures): regression
-/// guards a little under today's shares, not the issue's targets (which
-/// are not met: see BENCHMARKS.md). Scaled ±10 % share of samples, and
+/// guards a little under today's shares of one recording each (the
+/// issue's targets are over every recording: see
+/// `the_issues_targets_hold_over_every_recording`). Scaled ±10 % share of samples, and
 /// unscaled for all but btree, whose unscaled share swings between 0 and
 /// 0.36 with small changes of how sure blocks outside loops are (its
 /// find_index sits near the 10 % edge). codec's scaled share sits on a
@@ -407,6 +408,48 @@ fn accuracy_over_every_recorded_set() {
         all += mean / sets.len() as f64;
     }
     assert!(all <= 0.15, "mean |ln e| over every set {all}");
+}
+
+/// Issue 4's targets as `benches/accuracy_sets.py --shares` measures them:
+/// over every recorded set holding the five tuning workloads (fourteen:
+/// Golden Cove, Zen 3, nine Zen 4 and three Zen 5 recordings), the mean
+/// of the cells' shares of samples within ±10 % of callgrind's counts is
+/// at least 80 % with one scale fitted per cell and 60 % without. Session
+/// 71: 80.1 % and 69.7 % — the scaled one a tenth of a point over the
+/// line, so a change that costs any of it fails here and says so.
+#[test]
+fn the_issues_targets_hold_over_every_recording() {
+    let names = ["kernels", "btree", "hashtab", "codec", "msort"];
+    let mut sets = vec![String::new()];
+    let mut dirs: Vec<String> = std::fs::read_dir("datasets/analyzer")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|d| {
+            names
+                .iter()
+                .all(|n| std::path::Path::new(&format!("datasets/analyzer/{d}/{n}.db")).exists())
+        })
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 13, "{dirs:?}");
+    sets.extend(dirs.into_iter().map(|d| format!("{d}/")));
+    let (mut scaled, mut unscaled, mut cells) = (0.0, 0.0, 0.0);
+    for set in &sets {
+        for name in names {
+            let v = accuracy_of(set, name);
+            scaled += within(&v, 0, true, 1);
+            unscaled += within(&v, 0, false, 1);
+            cells += 1.0;
+        }
+    }
+    let (scaled, unscaled) = (scaled / cells, unscaled / cells);
+    assert!(scaled >= 0.80, "scaled ±10 % over {cells} cells: {scaled}");
+    assert!(
+        unscaled >= 0.60,
+        "unscaled ±10 % over {cells} cells: {unscaled}"
+    );
 }
 
 /// The three Zen 5 recordings (session 49, the host's own; core shares
