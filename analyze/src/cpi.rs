@@ -635,10 +635,12 @@ fn share_default_arms(
             continue;
         }
         for arm in cfg.successors(e.from).map(|x| x.to) {
+            // The default's own code only: a `default: break` jumps to
+            // the join every case reaches, which runs on every trip.
             if arm == dispatch
                 || !l.contains(arm)
                 || p.problem.estimates[arm].is_some()
-                || cfg.successors(dispatch).any(|x| x.to == arm)
+                || cfg.predecessors(arm).any(|x| x.from != e.from)
             {
                 continue;
             }
