@@ -461,8 +461,12 @@ enum UnsureBranches {
     /// [`DISPATCH_TARGETS`] of the loop's blocks) and the switch's range
     /// check, or an if/else inside the body (a switch of two): a
     /// mispredict on any trip whose case differs from the last. The cases:
-    /// the table's targets, the check's default arm, the if/else's arms.
-    Dispatch(Vec<usize>),
+    /// the table's targets, the check's default arm, the if/else's arms;
+    /// and whether a table jump is among them.
+    Dispatch {
+        cases: Vec<usize>,
+        through_table: bool,
+    },
 }
 
 /// The unsure branches of loop `l`; None where an indirect jump inside it
@@ -471,6 +475,7 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     let dispatches =
         |b: usize| cfg.last_insn(b).instr.flow_control() == iced_x86::FlowControl::IndirectBranch;
     let mut cases = Vec::new();
+    let mut through_table = false;
     for &b in &l.body {
         let last = cfg.last_insn(b);
         if !crate::disasm::may_mispredict(last) {
@@ -496,7 +501,10 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
             {
                 cases.extend(cfg.successors(b).map(|e| e.to));
             }
-            iced_x86::FlowControl::IndirectBranch => cases.extend(table_targets(cfg, l, b)?),
+            iced_x86::FlowControl::IndirectBranch => {
+                cases.extend(table_targets(cfg, l, b)?);
+                through_table = true;
+            }
             _ => return None,
         }
     }
@@ -505,7 +513,10 @@ fn unsure_branches(cfg: &Cfg, l: &crate::cfg::Loop) -> Option<UnsureBranches> {
     Some(if cases.is_empty() {
         UnsureBranches::LoopControl
     } else {
-        UnsureBranches::Dispatch(cases)
+        UnsureBranches::Dispatch {
+            cases,
+            through_table,
+        }
     })
 }
 
@@ -1860,9 +1871,12 @@ impl<'a> FunctionAnalysis<'a> {
             {
                 continue;
             }
-            let dispatch = match unsure_branches(cfg, l) {
-                Some(UnsureBranches::LoopControl) => None,
-                Some(UnsureBranches::Dispatch(cases)) => Some(cases),
+            let (dispatch, through_table) = match unsure_branches(cfg, l) {
+                Some(UnsureBranches::LoopControl) => (None, false),
+                Some(UnsureBranches::Dispatch {
+                    cases,
+                    through_table,
+                }) => (Some(cases), through_table),
                 None => continue,
             };
             let Some(path) = loop_path(self.code, &l.body, l.header) else {
@@ -1878,9 +1892,6 @@ impl<'a> FunctionAnalysis<'a> {
             });
             // A jump through a table resolves later than a branch: its
             // mispredicts cost the machine's measured ratio more.
-            let through_table = l.body.iter().any(|&b| {
-                cfg.last_insn(b).instr.flow_control() == iced_x86::FlowControl::IndirectBranch
-            });
             let per_mispredict = if through_table {
                 refill * self.machine.table_mispredict_ratio
             } else {
