@@ -1259,6 +1259,26 @@ mod tests {
         run(hex, machine, RepeatMode::Unrolled).cycles_per_iteration
     }
 
+    /// Zen 5's FP results reach integer µops late, and the stack engine's
+    /// sync before `add $0x40,%rsp` is a µop of that instruction with no
+    /// dynamic instruction yet: looking up its class panicked (python3.11
+    /// 0x5db449, found by `examples/whole_binary.rs`; ten of its blocks).
+    #[test]
+    fn a_stack_sync_among_fp_code_is_modeled() {
+        // addsd %xmm1,%xmm0; movq $1,(%rax); movsd %xmm0,0x10(%rax);
+        // add $0x40,%rsp; pop %rbx; ret
+        let hex = "f20f58c148c70001000000f20f1140104883c4405bc3";
+        for mode in [RepeatMode::Unrolled, RepeatMode::Loop] {
+            let a = run(hex, "zen5", mode);
+            assert!(
+                a.cycles_per_iteration > 1.0,
+                "{mode:?}: {}",
+                a.cycles_per_iteration
+            );
+            assert_eq!(a.insns.len(), 6);
+        }
+    }
+
     /// Cycles per iteration over the second half of `iterations` run in full.
     fn long_run(hex: &str, machine: &str, iterations: usize) -> f64 {
         let m = Machine::by_name(machine).unwrap();

@@ -1106,7 +1106,13 @@ impl<'a> Graph<'a> {
         if p == NONE {
             return 0;
         }
-        let ps = self.dyns[self.uops[p as usize].insn as usize].stat as usize;
+        // A µop of `s` itself (the stack engine's sync before a `pop` or
+        // an `add $n,%rsp`) has no dynamic instruction yet: it is an
+        // integer µop of `s`, of no other class.
+        let Some(producer) = self.dyns.get(self.uops[p as usize].insn as usize) else {
+            return 0;
+        };
+        let ps = producer.stat as usize;
         let class = self.costs[ps].class;
         if class.other_class_latency == 0 || self.shapes[ps].class_id == self.shapes[s].class_id {
             return 0;
