@@ -14,6 +14,7 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    report_internal_errors();
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => std::process::exit(code),
@@ -37,4 +38,33 @@ fn message(e: &anyhow::Error) -> String {
         }
     }
     out
+}
+
+/// A panic is a bug of ours, not the user's input: say so in one line, where
+/// it happened and what to send, instead of Rust's "thread 'main' panicked"
+/// and a backtrace (kept with `RUST_BACKTRACE` set). What was written to a
+/// profile database before it stays there: samples are committed as they
+/// are flushed.
+fn report_internal_errors() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            default(info);
+            return;
+        }
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "dcpi: internal error (a bug in dcpi, not in your input): {what}{place}\n\
+             dcpi: please report it with the command line; RUST_BACKTRACE=1 shows where it came from"
+        );
+    }));
 }
