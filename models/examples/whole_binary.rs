@@ -4,7 +4,10 @@
 //! analysis panicked — its address, bytes and text — so a crash the
 //! analyzer would meet on real code is found before a user meets it.
 //! Blocks are split as the `model_speed` bench splits them (at each
-//! control-flow instruction, at most 64 instructions).
+//! control-flow instruction, at most 64 instructions);
+//! `DCPI_SWEEP_PATH=K` models paths of K blocks next to each other in
+//! memory instead (the analyzer models loop bodies and hot paths of
+//! several blocks: a conditional branch inside falls through).
 //!
 //! Run: cargo run --release -p dcpi-models --example whole_binary -- BINARY...
 
@@ -53,7 +56,18 @@ fn main() {
     std::panic::set_hook(Box::new(|_| {}));
     let mut failures = 0usize;
     for path in std::env::args().skip(1) {
-        let blocks = basic_blocks(&path);
+        let single = basic_blocks(&path);
+        let k: usize = std::env::var("DCPI_SWEEP_PATH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1)
+            .max(1);
+        // Paths of k blocks, each starting where the one before ends.
+        let blocks: Vec<(u64, Vec<u8>)> = single
+            .windows(k)
+            .filter(|w| w.windows(2).all(|p| p[0].0 + p[0].1.len() as u64 == p[1].0))
+            .map(|w| (w[0].0, w.iter().flat_map(|b| b.1.iter().copied()).collect()))
+            .collect();
         let mut modeled = 0usize;
         for (addr, bytes) in &blocks {
             let Ok(d) = decode(bytes, *addr, false) else {
