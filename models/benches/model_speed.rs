@@ -36,10 +36,9 @@
 //!
 //! Run: cargo bench -p dcpi-models --bench model_speed -- [INSTRUCTIONS] [BINARY]
 
-use dcpi_models::block::{decode, Decoded};
+use dcpi_models::block::{decode, straight_pieces, Decoded};
 use dcpi_models::machine::Machine;
 use dcpi_models::schedule::{analyze, Options, RepeatMode};
-use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use object::{Object, ObjectSection};
 use std::time::Instant;
 
@@ -51,26 +50,7 @@ fn basic_blocks(path: &str) -> Vec<(u64, Vec<u8>)> {
     let data = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let file = object::File::parse(&*data).expect("an ELF file");
     let text = file.section_by_name(".text").expect("a .text section");
-    let code = text.data().expect(".text data");
-    let mut out = Vec::new();
-    let mut d = Decoder::with_ip(64, code, text.address(), DecoderOptions::NONE);
-    let (mut start, mut count) = (0usize, 0usize);
-    while d.can_decode() {
-        let i = d.decode();
-        if i.is_invalid() {
-            start = d.position();
-            count = 0;
-            continue;
-        }
-        count += 1;
-        if i.flow_control() != FlowControl::Next || count == 64 {
-            let end = d.position();
-            out.push((text.address() + start as u64, code[start..end].to_vec()));
-            start = end;
-            count = 0;
-        }
-    }
-    out
+    straight_pieces(text.data().expect(".text data"), text.address(), 64)
 }
 
 /// Where the simulated instructions go: per outcome (a steady state or

@@ -11,10 +11,9 @@
 //!
 //! Run: cargo run --release -p dcpi-models --example whole_binary -- BINARY...
 
-use dcpi_models::block::decode;
+use dcpi_models::block::{decode, straight_pieces};
 use dcpi_models::machine::Machine;
 use dcpi_models::schedule::{analyze, Options, RepeatMode};
-use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use object::{Object, ObjectSection};
 
 /// (address, bytes) of every basic block of `.text`.
@@ -24,26 +23,7 @@ fn basic_blocks(path: &str) -> Vec<(u64, Vec<u8>)> {
     let Some(text) = file.section_by_name(".text") else {
         return Vec::new();
     };
-    let code = text.data().expect(".text data");
-    let mut out = Vec::new();
-    let mut d = Decoder::with_ip(64, code, text.address(), DecoderOptions::NONE);
-    let (mut start, mut count) = (0usize, 0usize);
-    while d.can_decode() {
-        let i = d.decode();
-        if i.is_invalid() {
-            start = d.position();
-            count = 0;
-            continue;
-        }
-        count += 1;
-        if i.flow_control() != FlowControl::Next || count == 64 {
-            let end = d.position();
-            out.push((text.address() + start as u64, code[start..end].to_vec()));
-            start = end;
-            count = 0;
-        }
-    }
-    out
+    straight_pieces(text.data().expect(".text data"), text.address(), 64)
 }
 
 fn main() {

@@ -100,6 +100,34 @@ pub fn decode(bytes: &[u8], addr: u64, intel: bool) -> Result<Vec<Decoded>, Bloc
     Ok(out)
 }
 
+/// Splits code placed at `addr` (a `.text` section) into straight-line
+/// pieces as a whole-binary sweep models them: each ends at a
+/// control-flow instruction (the branch in its piece, as in the
+/// analyzer's CFGs) or after `max_len` instructions; an undecodable byte
+/// starts the next piece after it, and code after the last branch that
+/// fills no piece is left out. (address, bytes) of each.
+pub fn straight_pieces(code: &[u8], addr: u64, max_len: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut d = Decoder::with_ip(64, code, addr, DecoderOptions::NONE);
+    let (mut start, mut count) = (0usize, 0usize);
+    while d.can_decode() {
+        let i = d.decode();
+        if i.is_invalid() {
+            start = d.position();
+            count = 0;
+            continue;
+        }
+        count += 1;
+        if i.flow_control() != iced_x86::FlowControl::Next || count == max_len {
+            let end = d.position();
+            out.push((addr + start as u64, code[start..end].to_vec()));
+            start = end;
+            count = 0;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +158,20 @@ mod tests {
         );
         // A truncated instruction is undecodable too.
         assert!(decode(&[0x48, 0x01], 0, false).is_err());
+    }
+
+    #[test]
+    fn straight_pieces_end_at_branches_and_skip_bad_bytes() {
+        // add %rbx,%rax; ret; 06 90 (iced: one invalid instruction, `06`
+        // has no meaning in 64-bit mode); nop; nop; nop
+        let code = [0x48, 0x01, 0xd8, 0xc3, 0x06, 0x90, 0x90, 0x90, 0x90];
+        let p = straight_pieces(&code, 0x1000, 2);
+        assert_eq!(
+            p,
+            vec![
+                (0x1000, vec![0x48, 0x01, 0xd8, 0xc3]),
+                (0x1006, vec![0x90, 0x90]),
+            ]
+        );
     }
 }
