@@ -42,9 +42,7 @@ fn message(e: &anyhow::Error) -> String {
 
 /// A panic is a bug of ours, not the user's input: say so in one line, where
 /// it happened and what to send, instead of Rust's "thread 'main' panicked"
-/// and a backtrace (kept with `RUST_BACKTRACE` set). What was written to a
-/// profile database before it stays there: samples are committed as they
-/// are flushed.
+/// and a backtrace (kept with `RUST_BACKTRACE` set).
 fn report_internal_errors() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

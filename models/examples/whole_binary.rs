@@ -33,15 +33,15 @@ fn main() {
         .split(',')
         .map(|c| Machine::by_name(c).unwrap_or_else(|e| panic!("{c}: {e}")))
         .collect();
+    let k: usize = std::env::var("DCPI_SWEEP_PATH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     std::panic::set_hook(Box::new(|_| {}));
     let mut failures = 0usize;
     for path in std::env::args().skip(1) {
         let single = basic_blocks(&path);
-        let k: usize = std::env::var("DCPI_SWEEP_PATH")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1)
-            .max(1);
         // Paths of k blocks, each starting where the one before ends.
         let blocks: Vec<(u64, Vec<u8>)> = single
             .windows(k)
